@@ -1,0 +1,226 @@
+import { assert } from '../assert';
+import type { OpContext } from '../context';
+import { BatonError, conflict, notFound } from '../errors';
+import { eventTypes } from '../events/model';
+import { parseMinor } from '../money';
+import type { BudgetCreateBody, BudgetView, EntryReply, ReserveBody, ReservationView, SettleBody, VoidBody } from '../schemas/budgets';
+import type { Page } from '../store/repositories';
+import type { Tx } from '../store/store';
+import { msFromIso } from '../time';
+import type { Budget, BudgetEntry, EntryKind, Reservation } from './model';
+import { assertConservation, reserveFunds, settleFunds, voidRemainder } from './rules';
+import { budgetView, entryView, reservationView } from './views';
+
+/**
+ * Budget operations. Lock order inside one transaction: the budget row, then the
+ * reservation row (docs/lock-order.md). Every operation validates before it writes, so a
+ * business error leaves nothing behind but its stored idempotent reply.
+ */
+
+export interface Created<T> {
+  created: boolean;
+  view: T;
+}
+
+/**
+ * Creates a budget, or returns the existing one when a budget of that name has identical
+ * settings (create-or-get; authentication rule 7 lets a key without resource_config do this).
+ */
+export async function createBudget(ctx: OpContext, body: BudgetCreateBody, canCreate: boolean): Promise<Created<BudgetView>> {
+  const existing = await ctx.tx.budgets.getByName(ctx.spaceId, body.name);
+  if (existing) {
+    if (!sameSettings(existing, body)) throw conflict(`budget ${body.name} exists with other settings`);
+    return { created: false, view: await loadView(ctx.tx, existing) };
+  }
+  if (!canCreate) throw new BatonError('FORBIDDEN', 'credential lacks resource_config');
+  const limitMinor = parseMinor(body.limitMinor);
+  const budget: Budget = {
+    id: ctx.random.uuid(),
+    spaceId: ctx.spaceId,
+    name: body.name,
+    currency: body.currency,
+    scale: body.scale,
+    limitMinor,
+    availableMinor: limitMinor,
+    reservedMinor: 0n,
+    settledMinor: 0n,
+    createdAt: ctx.nowMs,
+    updatedAt: ctx.nowMs,
+  };
+  assertConservation(budget);
+  await ctx.tx.budgets.insert(budget);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
+    {
+      type: eventTypes.budgetCreated,
+      aggregateType: 'budget',
+      aggregateId: budget.id,
+      scopeId: null,
+      data: { name: budget.name, currency: budget.currency, scale: budget.scale, limitMinor: body.limitMinor },
+    },
+  ]);
+  return { created: true, view: budgetView(budget, []) };
+}
+
+function sameSettings(b: Budget, body: BudgetCreateBody): boolean {
+  return b.currency === body.currency && b.scale === body.scale && b.limitMinor === BigInt(body.limitMinor);
+}
+
+export async function getBudget(tx: Tx, spaceId: string, id: string): Promise<BudgetView> {
+  const budget = await tx.budgets.get(spaceId, id);
+  if (!budget) throw notFound('budget');
+  return loadView(tx, budget);
+}
+
+export async function listBudgets(tx: Tx, spaceId: string, cursor: string | undefined, limit: number): Promise<Page<BudgetView>> {
+  const afterName = cursor === undefined ? null : decodeNameCursor(cursor);
+  const rows = await tx.budgets.list(spaceId, afterName, limit + 1);
+  const page = rows.slice(0, limit);
+  const items = await Promise.all(page.map((b) => loadView(tx, b)));
+  const last = page.at(-1);
+  return { items, nextCursor: rows.length > limit && last ? encodeNameCursor(last.name) : null };
+}
+
+const encodeNameCursor = (name: string): string => Buffer.from(name, 'utf8').toString('base64url');
+function decodeNameCursor(cursor: string): string {
+  const name = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (name.length === 0 || encodeNameCursor(name) !== cursor) throw new BatonError('VALIDATION_FAILED', 'cursor: not a cursor this list returned', [{ path: 'cursor', message: 'not a cursor this list returned' }]);
+  return name;
+}
+
+async function loadView(tx: Tx, budget: Budget): Promise<BudgetView> {
+  return budgetView(budget, await tx.reservations.listActive(budget.spaceId, budget.id));
+}
+
+async function lockBudget(ctx: OpContext, budgetId: string): Promise<Budget> {
+  const budget = await ctx.tx.budgets.get(ctx.spaceId, budgetId, { forUpdate: true });
+  if (!budget) throw notFound('budget');
+  return budget;
+}
+
+export async function reserve(ctx: OpContext, budgetId: string, body: ReserveBody): Promise<ReservationView> {
+  const budget = reserveFunds(await lockBudget(ctx, budgetId), parseMinor(body.amountMinor), ctx.nowMs);
+  const reservation: Reservation = {
+    id: ctx.random.uuid(),
+    spaceId: ctx.spaceId,
+    budgetId,
+    scopeId: body.scopeId,
+    holder: body.holder,
+    amountMinor: parseMinor(body.amountMinor),
+    settledMinor: 0n,
+    remainingMinor: parseMinor(body.amountMinor),
+    state: 'ACTIVE',
+    settleBy: body.settleBy ? msFromIso(body.settleBy) : null,
+    overdueAt: null,
+    createdAt: ctx.nowMs,
+    updatedAt: ctx.nowMs,
+  };
+  await ctx.tx.budgets.update(budget);
+  await ctx.tx.reservations.insert(reservation);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
+    {
+      type: eventTypes.budgetReserved,
+      aggregateType: 'budget',
+      aggregateId: budgetId,
+      scopeId: body.scopeId,
+      data: { reservationId: reservation.id, holder: body.holder, amountMinor: body.amountMinor, settleBy: body.settleBy ?? null },
+    },
+  ]);
+  return reservationView(reservation);
+}
+
+export async function settle(ctx: OpContext, budgetId: string, body: SettleBody): Promise<EntryReply> {
+  const amountMinor = parseMinor(body.amountMinor);
+  return applyEntry(ctx, budgetId, body.reservationId, body.workKey, 'SETTLE', amountMinor, (b, r) => {
+    const next = settleFunds(b, r, amountMinor, ctx.nowMs);
+    return { ...next, amountMinor };
+  });
+}
+
+export async function voidReservation(ctx: OpContext, budgetId: string, body: VoidBody): Promise<EntryReply> {
+  return applyEntry(ctx, budgetId, body.reservationId, body.workKey, 'VOID', undefined, (b, r) => {
+    const next = voidRemainder(b, r, ctx.nowMs);
+    return { budget: next.budget, reservation: next.reservation, amountMinor: next.releasedMinor };
+  });
+}
+
+type EntryEffect = (b: Budget, r: Reservation) => { budget: Budget; reservation: Reservation; amountMinor: bigint };
+
+/**
+ * The shared path of settle and void: lock, replay by workKey, apply, record the entry and its
+ * event. `requestedMinor` is the settle amount (undefined for void, whose amount is decided by
+ * the remainder) and must match on a replay.
+ */
+async function applyEntry(
+  ctx: OpContext,
+  budgetId: string,
+  reservationId: string,
+  workKey: string,
+  kind: EntryKind,
+  requestedMinor: bigint | undefined,
+  effect: EntryEffect,
+): Promise<EntryReply> {
+  const budget = await lockBudget(ctx, budgetId);
+  const reservation = await ctx.tx.reservations.get(ctx.spaceId, reservationId, { forUpdate: true });
+  if (!reservation || reservation.budgetId !== budgetId) throw notFound('reservation');
+
+  const prior = await ctx.tx.budgetEntries.getByWorkKey(ctx.spaceId, budgetId, workKey);
+  if (prior) {
+    const same = prior.kind === kind && prior.reservationId === reservationId && (requestedMinor === undefined || prior.amountMinor === requestedMinor);
+    if (!same) throw conflict(`workKey ${workKey} was already used for a ${prior.kind} of ${prior.amountMinor} on reservation ${prior.reservationId}`);
+    return { entry: entryView(prior), replay: true, reservation: reservationView(reservation), budget: await loadView(ctx.tx, budget) };
+  }
+
+  const next = effect(budget, reservation);
+  assert(next.reservation.state !== 'ACTIVE' || kind === 'SETTLE', 'a void always closes its reservation');
+  const entry: BudgetEntry = {
+    id: ctx.random.uuid(),
+    spaceId: ctx.spaceId,
+    budgetId,
+    reservationId,
+    kind,
+    amountMinor: next.amountMinor,
+    workKey,
+    createdAt: ctx.nowMs,
+  };
+  await ctx.tx.budgets.update(next.budget);
+  await ctx.tx.reservations.update(next.reservation);
+  await ctx.tx.budgetEntries.insert(entry);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
+    {
+      type: kind === 'SETTLE' ? eventTypes.budgetSettled : eventTypes.budgetVoided,
+      aggregateType: 'budget',
+      aggregateId: budgetId,
+      scopeId: reservation.scopeId,
+      data: {
+        entryId: entry.id,
+        reservationId,
+        amountMinor: next.amountMinor.toString(),
+        workKey,
+        reservationState: next.reservation.state,
+      },
+    },
+  ]);
+  return { entry: entryView(entry), replay: false, reservation: reservationView(next.reservation), budget: await loadView(ctx.tx, next.budget) };
+}
+
+/**
+ * Emits budget.reservation_overdue once for each ACTIVE reservation whose settleBy has passed.
+ * settleBy never voids anything (decisions §6). Returns how many were emitted.
+ */
+export async function emitOverdueReservations(tx: Tx, nowMs: number, limit: number): Promise<number> {
+  const overdue = await tx.reservations.claimOverdue(nowMs, limit);
+  for (const r of overdue) {
+    assert(r.state === 'ACTIVE' && r.settleBy !== null && r.settleBy <= nowMs, `reservation ${r.id} is not overdue`);
+    await tx.reservations.update({ ...r, overdueAt: nowMs });
+    await tx.events.append(r.spaceId, nowMs, [
+      {
+        type: eventTypes.budgetReservationOverdue,
+        aggregateType: 'budget',
+        aggregateId: r.budgetId,
+        scopeId: r.scopeId,
+        data: { reservationId: r.id, holder: r.holder, settleBy: new Date(r.settleBy).toISOString(), remainingMinor: r.remainingMinor.toString() },
+      },
+    ]);
+  }
+  return overdue.length;
+}

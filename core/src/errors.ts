@@ -1,0 +1,52 @@
+/**
+ * Error codes of decisions.md §3. Core raises BatonError with a code; the server maps the
+ * code to its HTTP status (server/src/http/error-status.ts), so core knows nothing of HTTP.
+ */
+export const errorCodes = [
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'ENTITLEMENT_EXCEEDED',
+  'NOT_FOUND',
+  'VALIDATION_FAILED',
+  'IDEMPOTENCY_KEY_REQUIRED',
+  'PAYLOAD_TOO_LARGE',
+  'IDEMPOTENCY_KEY_REUSED',
+  'CONFLICT',
+  'INSUFFICIENT_BUDGET',
+  'TASK_KEY_CONFLICT',
+  'LEASE_LOST',
+  'CLAIM_HELD',
+  'IDEMPOTENCY_KEY_IN_FLIGHT',
+  'QUOTA_EXHAUSTED',
+  'RATE_LIMITED',
+  'SERVICE_RATE_LIMITED',
+  'CONCURRENCY_LIMITED',
+  'OPERATIONS_EXHAUSTED',
+  'BACKLOG_FULL',
+  'PLAN_LIMIT_REACHED',
+  'INTERNAL',
+] as const;
+
+export type ErrorCode = (typeof errorCodes)[number];
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+export class BatonError extends Error {
+  override name = 'BatonError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetail[],
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (what: string): BatonError => new BatonError('NOT_FOUND', `${what} not found`);
+export const conflict = (message: string): BatonError => new BatonError('CONFLICT', message);
+export const forbidden = (message: string): BatonError => new BatonError('FORBIDDEN', message);
+export const validationFailed = (path: string, message: string): BatonError =>
+  new BatonError('VALIDATION_FAILED', `${path}: ${message}`, [{ path, message }]);

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { errorCodes } from '../errors';
+
+/** Wire building blocks shared by every resource (decisions §5). */
+export const uuid = z.uuid({ message: 'must be a UUID' });
+export const timestamp = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' });
+export const minorAmount = z
+  .string()
+  .regex(/^\d+$/, { message: 'must be a string of digits (minor units)' })
+  .max(18, { message: 'must be at most 18 digits' });
+export const positiveMinorAmount = minorAmount.refine((s) => /[1-9]/.test(s), { message: 'must be greater than zero' });
+export const workKey = z.string().min(1).max(512);
+export const name = z.string().min(1).max(200);
+
+export const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  cursor: z.string().min(1).max(1000).optional(),
+});
+
+export const idParams = z.object({ spaceId: uuid, id: uuid });
+export const spaceParams = z.object({ spaceId: uuid });
+
+export const errorEnvelope = z
+  .object({
+    error: z.object({
+      code: z.enum(errorCodes),
+      message: z.string(),
+      requestId: z.string(),
+      details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+export function pageOf<T extends z.ZodType>(item: T) {
+  return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+}

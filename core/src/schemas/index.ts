@@ -1,0 +1,4 @@
+export * from './common';
+export * from './budgets';
+export * from './events';
+export * from './admin';

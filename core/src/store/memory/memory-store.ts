@@ -1,0 +1,174 @@
+import { assert } from '../../assert';
+import type { Budget, BudgetEntry, Reservation } from '../../budgets/model';
+import type { JournalEvent, NewEvent } from '../../events/model';
+import type { ApiKey, Org, Space } from '../../tenancy/model';
+import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
+import type { Store, Tx } from '../store';
+import { MemoryTable } from './table';
+
+const key = (spaceId: string, id: string): string => `${spaceId}\u0000${id}`;
+
+/**
+ * The in-memory store: used by the simulator and by fast unit tests. Transactions run one at
+ * a time (a promise-chain mutex), which gives serializable isolation and a journal that commits
+ * in eventId order; a failed transaction is rolled back through the undo log.
+ */
+export class MemoryStore implements Store {
+  readonly kind = 'memory' as const;
+  private undo: (() => void)[] | undefined;
+  private tail: Promise<unknown> = Promise.resolve();
+  private readonly log = (): (() => void)[] | undefined => this.undo;
+
+  private readonly orgs = new MemoryTable<Org>(this.log);
+  private readonly spaces = new MemoryTable<Space>(this.log);
+  private readonly apiKeys = new MemoryTable<ApiKey>(this.log);
+  private readonly budgets = new MemoryTable<Budget>(this.log);
+  private readonly reservations = new MemoryTable<Reservation>(this.log);
+  private readonly entries = new MemoryTable<BudgetEntry>(this.log);
+  private readonly events = new MemoryTable<JournalEvent>(this.log);
+  private readonly idempotency = new MemoryTable<IdempotencyRecord>(this.log);
+  private lastEventId = 0;
+  private readonly repositories: Repositories = this.buildRepositories();
+
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.exclusive(async () => {
+      assert(this.undo === undefined, 'memory store: nested transaction');
+      this.undo = [];
+      const eventIdBefore = this.lastEventId;
+      try {
+        const result = await work(this.repositories);
+        this.undo = undefined;
+        return result;
+      } catch (error) {
+        const undo = this.undo ?? [];
+        this.undo = undefined;
+        for (let i = undo.length - 1; i >= 0; i--) undo[i]!();
+        this.lastEventId = eventIdBefore;
+        throw error;
+      }
+    });
+  }
+
+  read<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.exclusive(() => work(this.repositories));
+  }
+
+  async close(): Promise<void> {
+    await this.tail.catch(() => undefined);
+  }
+
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(work, work);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  private buildRepositories(): Repositories {
+    const { orgs, spaces, apiKeys, budgets, reservations, entries, events, idempotency } = this;
+    const lock = (_options?: LockOptions): void => undefined; // transactions are already exclusive
+    return {
+      orgs: {
+        insert: async (org) => insertNew(orgs, org.id, org),
+        get: async (id) => orgs.get(id),
+        update: async (org) => updateExisting(orgs, org.id, org),
+        count: async () => orgs.size,
+      },
+      spaces: {
+        insert: async (space) => insertNew(spaces, space.id, space),
+        get: async (id) => spaces.get(id),
+        countByOrg: async (orgId) => count(spaces.scan(), (s) => s.orgId === orgId),
+      },
+      apiKeys: {
+        insert: async (k) => insertNew(apiKeys, k.id, k),
+        get: async (id) => apiKeys.get(id),
+        update: async (k) => updateExisting(apiKeys, k.id, k),
+        countActiveByOrg: async (orgId) => count(apiKeys.scan(), (k) => k.orgId === orgId && k.revokedAt === null),
+      },
+      budgets: {
+        insert: async (b) => {
+          assert(!find(budgets.scan(), (x) => x.spaceId === b.spaceId && x.name === b.name), `budget name ${b.name} taken`);
+          insertNew(budgets, key(b.spaceId, b.id), b);
+        },
+        get: async (spaceId, id, options) => (lock(options), budgets.get(key(spaceId, id))),
+        getByName: async (spaceId, name) => clone(find(budgets.scan(), (b) => b.spaceId === spaceId && b.name === name)),
+        list: async (spaceId, afterName, limit) =>
+          [...budgets.scan()]
+            .filter((b) => b.spaceId === spaceId && (afterName === null || b.name > afterName))
+            .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+            .slice(0, limit)
+            .map((b) => structuredClone(b)),
+        update: async (b) => updateExisting(budgets, key(b.spaceId, b.id), b),
+      },
+      reservations: {
+        insert: async (r) => insertNew(reservations, key(r.spaceId, r.id), r),
+        get: async (spaceId, id, options) => (lock(options), reservations.get(key(spaceId, id))),
+        update: async (r) => updateExisting(reservations, key(r.spaceId, r.id), r),
+        listActive: async (spaceId, budgetId) =>
+          [...reservations.scan()]
+            .filter((r) => r.spaceId === spaceId && r.budgetId === budgetId && r.state === 'ACTIVE')
+            .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
+            .map((r) => structuredClone(r)),
+        claimOverdue: async (nowMs, limit) =>
+          [...reservations.scan()]
+            .filter((r) => r.state === 'ACTIVE' && r.overdueAt === null && r.settleBy !== null && r.settleBy <= nowMs)
+            .sort((a, b) => a.settleBy! - b.settleBy! || (a.id < b.id ? -1 : 1))
+            .slice(0, limit)
+            .map((r) => structuredClone(r)),
+      },
+      budgetEntries: {
+        insert: async (e) => {
+          const k = key(e.spaceId, `${e.budgetId}\u0000${e.workKey}`);
+          insertNew(entries, k, e);
+        },
+        getByWorkKey: async (spaceId, budgetId, workKey) => entries.get(key(spaceId, `${budgetId}\u0000${workKey}`)),
+      },
+      events: {
+        append: async (spaceId, occurredAt, newEvents) => {
+          for (const e of newEvents) {
+            this.lastEventId += 1;
+            const eventId = String(this.lastEventId);
+            events.set(eventId, { ...structuredClone(e as NewEvent), eventId, spaceId, occurredAt });
+          }
+        },
+        listAfter: async (spaceId, afterEventId, limit) => {
+          const out: JournalEvent[] = [];
+          for (let id = Number(afterEventId) + 1; id <= this.lastEventId && out.length < limit; id++) {
+            const e = events.get(String(id));
+            if (e && e.spaceId === spaceId) out.push(e);
+          }
+          return out;
+        },
+      },
+      idempotency: {
+        tryLock: async () => true,
+        get: async (spaceId, k) => idempotency.get(key(spaceId, k)),
+        put: async (record) => idempotency.set(key(record.spaceId, record.key), record),
+      },
+    };
+  }
+}
+
+function insertNew<V>(table: MemoryTable<V>, id: string, value: V): void {
+  assert(!table.has(id), `duplicate key ${id}`);
+  table.set(id, value);
+}
+
+function updateExisting<V>(table: MemoryTable<V>, id: string, value: V): void {
+  assert(table.has(id), `update of missing row ${id}`);
+  table.set(id, value);
+}
+
+function find<V>(rows: Iterable<V>, match: (v: V) => boolean): V | undefined {
+  for (const row of rows) if (match(row)) return row;
+  return undefined;
+}
+
+function count<V>(rows: Iterable<V>, match: (v: V) => boolean): number {
+  let n = 0;
+  for (const row of rows) if (match(row)) n++;
+  return n;
+}
+
+function clone<V>(value: V | undefined): V | undefined {
+  return value === undefined ? undefined : structuredClone(value);
+}
