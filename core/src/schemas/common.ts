@@ -34,3 +34,8 @@ export const errorEnvelope = z
 export function pageOf<T extends z.ZodType>(item: T) {
   return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 }
+
+/** Declared for the OpenAPI document; the idempotency runner checks the header itself. */
+export const idempotencyHeaders = z.looseObject({
+  'idempotency-key': z.string().min(1).max(255).optional().describe('1 to 255 characters; replies replay for 24 hours. Required on operations marked Idem'),
+});

@@ -14,7 +14,7 @@ export const eventView = z
 export type EventView = z.infer<typeof eventView>;
 
 export const eventsQuery = z.object({
-  cursor: z.string().regex(/^\d{1,19}$/, { message: 'must be a cursor returned as nextCursor' }).optional(),
+  cursor: z.string().regex(/^\d{1,40}$/, { message: 'must be a cursor returned as nextCursor' }).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 

@@ -1,0 +1,62 @@
+import { ManualClock, SystemClock, type Clock, type Random, type Store } from '@baton/core';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import { buildApp } from '../http/app';
+import { DrainController, type AppDeps } from '../http/deps';
+import { BackgroundWork } from './background';
+import { bootstrapDev, type DevCredentials } from './bootstrap';
+import { cryptoRandom } from './crypto-random';
+
+export interface Baton {
+  app: FastifyInstance;
+  deps: AppDeps;
+  background: BackgroundWork;
+  devCredentials: DevCredentials | undefined;
+  /**
+   * SIGTERM's path (decisions §1): readiness false, long polls released, in-flight requests
+   * finish. The store stays open: whoever opened it closes it.
+   */
+  drainAndClose(): Promise<void>;
+}
+
+export interface BatonOptions {
+  store: Store;
+  clock: Clock;
+  random?: Random;
+  adminToken?: string;
+  bootstrap?: boolean;
+  logger?: Logger;
+  backgroundIntervalMs?: number;
+}
+
+/** Assembles one Baton server from its seams; used by main.ts, the tests and the benchmarks. */
+export async function createBaton(options: BatonOptions): Promise<Baton> {
+  const random = options.random ?? cryptoRandom;
+  const drain = new DrainController();
+  const background = new BackgroundWork(options.store, options.clock, options.logger, options.backgroundIntervalMs);
+  const deps: AppDeps = {
+    store: options.store,
+    clock: options.clock,
+    manualClock: options.clock instanceof ManualClock ? options.clock : undefined,
+    random,
+    drain,
+    adminToken: options.adminToken,
+    runDueWork: () => background.runDue(),
+  };
+  const devCredentials = options.bootstrap ? await bootstrapDev(options.store, options.clock.now(), random) : undefined;
+  const app = await buildApp(deps, options.logger ?? false);
+  let closing: Promise<void> | undefined;
+  const drainAndClose = (): Promise<void> =>
+    (closing ??= (async () => {
+      drain.start();
+      background.stop();
+      await app.close();
+    })());
+  return { app, deps, background, devCredentials, drainAndClose };
+}
+
+export function clockFor(config: Pick<Config, 'clock' | 'clockStartMs'>): Clock {
+  if (config.clock === 'system') return new SystemClock();
+  return new ManualClock(config.clockStartMs ?? new SystemClock().now());
+}

@@ -1,0 +1,56 @@
+import fastifySwagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import type { AppDeps } from './deps';
+import { installErrorHandlers } from './error-handler';
+import { adminRoutes } from './routes/admin';
+import { budgetRoutes } from './routes/budgets';
+import { eventRoutes } from './routes/events';
+import { healthRoutes } from './routes/health';
+import { spaceScope } from './space-scope';
+
+const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** Builds the Fastify app over injected dependencies; `listen` is the caller's business. */
+export async function buildApp(deps: AppDeps, logger: Logger | false = false): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: (logger || undefined) as FastifyBaseLogger | undefined,
+    // A caller's own X-Request-Id is kept when it is sane, so traces join up across services.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && requestIdPattern.test(given) ? given : deps.random.uuid();
+    },
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: false,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+  installErrorHandlers(app);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: { title: 'Baton coordination API', version: '1.0.0', description: 'See docs/ for the prose reference.' },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
+      security: [{ apiKey: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+
+  await app.register(healthRoutes(deps));
+  await app.register(adminRoutes(deps), { prefix: '/admin/v1' });
+  await app.register(
+    async (v1) => {
+      spaceScope(v1, deps);
+      await v1.register(budgetRoutes(deps));
+      await v1.register(eventRoutes(deps));
+    },
+    { prefix: '/v1/spaces/:spaceId' },
+  );
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  return app;
+}

@@ -1,0 +1,66 @@
+import { BatonError, type ApiKey, type Org, type Permission, type Space, type Store } from '@baton/core';
+import type { FastifyRequest } from 'fastify';
+import { keyIdOf, secretMatches } from '../host/secrets';
+
+export interface Principal {
+  key: ApiKey;
+  org: Org;
+  space: Space;
+}
+
+/** What a /v1 route needs from its caller; set as the route's `config.access`. */
+export interface RouteAccess {
+  /** Any one of these permissions admits the call. */
+  anyOf: Permission[];
+  /**
+   * A create route under authentication rule 7: a key without the permission may still repeat
+   * the create of an identical existing resource, so the handler makes the final decision.
+   */
+  repeatCreate?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: RouteAccess;
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const unauthenticated = (): BatonError => new BatonError('UNAUTHENTICATED', 'send Authorization: Bearer <API key>; the key given is missing, unknown or revoked');
+
+/**
+ * Authenticates the bearer key and binds the request to its space, in the order a client can
+ * act on: 401 unknown key, 404 space not in the key's organization, 403 key not allowed there,
+ * 403 permission missing. Runs before validation, so a stranger learns nothing from a 400.
+ */
+export async function authenticate(store: Store, request: FastifyRequest, spaceId: string, access: RouteAccess): Promise<Principal> {
+  const secret = bearer(request.headers.authorization);
+  const keyId = secret === undefined ? undefined : keyIdOf(secret);
+  if (secret === undefined || keyId === undefined) throw unauthenticated();
+  const found = await store.read(async (tx) => {
+    const key = await tx.apiKeys.get(keyId);
+    if (!key || key.revokedAt !== null || !secretMatches(secret, key.secretHash)) return undefined;
+    const [org, space] = await Promise.all([tx.orgs.get(key.orgId), uuidPattern.test(spaceId) ? tx.spaces.get(spaceId.toLowerCase()) : undefined]);
+    return { key, org, space };
+  });
+  if (!found || !found.org) throw unauthenticated();
+  const { key, org, space } = found;
+  if (!space || space.orgId !== key.orgId) throw new BatonError('NOT_FOUND', 'space not found');
+  if (key.spaceIds !== null && !key.spaceIds.includes(space.id)) throw new BatonError('FORBIDDEN', 'credential is not allowed in this space');
+  if (!access.repeatCreate && !access.anyOf.some((p) => key.permissions.includes(p))) {
+    throw new BatonError('FORBIDDEN', `credential lacks ${access.anyOf[0]}`);
+  }
+  return { key, org, space };
+}
+
+export function hasPermission(principal: Principal, permission: Permission): boolean {
+  return principal.key.permissions.includes(permission);
+}
+
+function bearer(header: string | undefined): string | undefined {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return match?.[1];
+}

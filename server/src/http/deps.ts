@@ -1,0 +1,35 @@
+import type { Clock, ManualClock, Random, Store } from '@baton/core';
+
+/** Draining state shared by readiness and (later) every long poll. */
+export interface Drain {
+  readonly draining: boolean;
+  /** Aborts when draining starts: long polls listen to it and return their empty reply at once. */
+  readonly signal: AbortSignal;
+}
+
+/** What the HTTP layer is built from: every seam injected, nothing global. */
+export interface AppDeps {
+  store: Store;
+  clock: Clock;
+  /** Set when the server runs on a manual clock (BATON_CLOCK=manual): the admin clock endpoint moves it. */
+  manualClock?: ManualClock;
+  random: Random;
+  drain: Drain;
+  /** Operator token for /admin/v1; without one those routes answer 404. */
+  adminToken?: string;
+  /** Runs time-based work that is due now (overdue reservations, later leases and waiters). */
+  runDueWork(): Promise<void>;
+}
+
+export class DrainController implements Drain {
+  private readonly controller = new AbortController();
+  get draining(): boolean {
+    return this.controller.signal.aborted;
+  }
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+  start(): void {
+    this.controller.abort();
+  }
+}

@@ -1,0 +1,57 @@
+import { BatonError, type ErrorCode, type ErrorDetail } from '@baton/core';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { errorTable } from './error-status';
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] };
+}
+
+export function errorBody(error: BatonError, requestId: string): ErrorBody {
+  const body: ErrorBody = { error: { code: error.code, message: error.message, requestId } };
+  if (error.details) body.error.details = error.details;
+  return body;
+}
+
+export function sendError(reply: FastifyReply, error: BatonError): FastifyReply {
+  return reply.code(errorTable[error.code].status).send(errorBody(error, reply.request.id));
+}
+
+/** Every failure leaves as the envelope; a 5xx never carries a stack trace or SQL. */
+export function installErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const known = toBatonError(error);
+    if (known.code === 'INTERNAL') request.log.error({ err: error }, 'unexpected error');
+    return sendError(reply, known);
+  });
+  app.setNotFoundHandler((request, reply) => sendError(reply, new BatonError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)));
+}
+
+function toBatonError(error: FastifyError): BatonError {
+  if (error instanceof BatonError) return error;
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const where = error.validationContext ?? 'body';
+    const details = error.validation.map((issue) => ({ path: joinPath(where, issue.instancePath), message: issue.message ?? 'is invalid' }));
+    return new BatonError('VALIDATION_FAILED', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new BatonError('VALIDATION_FAILED', `body: ${error.message}`, [{ path: 'body', message: error.message }]);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new BatonError('VALIDATION_FAILED', 'body: send JSON with Content-Type application/json', [{ path: 'body', message: 'Content-Type must be application/json' }]);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new BatonError('PAYLOAD_TOO_LARGE', 'request body is too large');
+  }
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    // A client error Fastify raised that has no code of ours (e.g. a malformed header).
+    return new BatonError('VALIDATION_FAILED', error.message);
+  }
+  return new BatonError('INTERNAL', 'internal error');
+}
+
+function joinPath(where: string, instancePath: string): string {
+  const rest = instancePath.split('/').filter(Boolean).join('.');
+  return rest ? `${where}.${rest}` : where;
+}

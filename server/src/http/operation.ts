@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto';
+import { BatonError, canonicalJson, type OpContext, type Tx } from '@baton/core';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { errorBody, type ErrorBody } from './error-handler';
+import { errorTable } from './error-status';
+import type { AppDeps } from './deps';
+
+/** decisions §4: replies are replayable for 24 hours. */
+export const replayWindowMs = 24 * 60 * 60 * 1000;
+
+export interface OperationResult {
+  statusCode: number;
+  body: unknown;
+}
+
+export type Operation = (ctx: OpContext) => Promise<OperationResult>;
+
+interface Outcome extends OperationResult {
+  replayed: boolean;
+}
+
+/**
+ * Runs one state-changing operation of a space in one transaction, with idempotency
+ * (decisions §4). The operation's reply is stored in the same transaction as its effect; a
+ * business error rolls the effect back and its reply is stored in a transaction of its own,
+ * so the happy path pays nothing extra. Later, metering and per-request limits hook in here:
+ * this is the one place that knows an operation really ran (not a replay).
+ */
+export async function runOperation(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, required: boolean, operation: Operation): Promise<FastifyReply> {
+  const spaceId = request.principal!.space.id;
+  const key = idempotencyKey(request, required);
+  const fingerprint = key === undefined ? '' : fingerprintOf(request);
+  const nowMs = deps.clock.now();
+  const ctx = (tx: Tx): OpContext => ({ tx, spaceId, nowMs, random: deps.random });
+
+  let outcome: Outcome;
+  try {
+    outcome = await deps.store.transaction(async (tx) => {
+      if (key !== undefined) {
+        const replay = await claimKey(tx, spaceId, key, fingerprint, nowMs);
+        if (replay) return replay;
+      }
+      const result = await operation(ctx(tx));
+      if (key !== undefined) await tx.idempotency.put({ spaceId, key, fingerprint, statusCode: result.statusCode, body: result.body, createdAt: nowMs });
+      return { ...result, replayed: false };
+    });
+  } catch (error) {
+    if (!(error instanceof BatonError) || !errorTable[error.code].stored || key === undefined) throw error;
+    outcome = await storeErrorReply(deps, spaceId, key, fingerprint, nowMs, error);
+  }
+  return send(reply, outcome);
+}
+
+async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fingerprint: string, nowMs: number, error: BatonError): Promise<Outcome> {
+  const statusCode = errorTable[error.code].status;
+  // The request id is not stored: a replay carries the replaying request's own id (decisions §3).
+  const { requestId: _omitted, ...stored } = errorBody(error, '').error;
+  return deps.store.transaction(async (tx) => {
+    const replay = await claimKey(tx, spaceId, key, fingerprint, nowMs);
+    if (replay) return replay;
+    await tx.idempotency.put({ spaceId, key, fingerprint, statusCode, body: { error: stored }, createdAt: nowMs });
+    return { statusCode, body: { error: stored }, replayed: false };
+  });
+}
+
+/** Takes the key for this transaction; returns the stored reply when this is a replay. */
+async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: string, nowMs: number): Promise<Outcome | undefined> {
+  if (!(await tx.idempotency.tryLock(spaceId, key))) {
+    throw new BatonError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still in flight; retry after it finishes');
+  }
+  const record = await tx.idempotency.get(spaceId, key);
+  if (!record || record.createdAt <= nowMs - replayWindowMs) return undefined;
+  if (record.fingerprint !== fingerprint) {
+    throw new BatonError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another method, path or body');
+  }
+  return { statusCode: record.statusCode, body: record.body, replayed: true };
+}
+
+function send(reply: FastifyReply, outcome: Outcome): FastifyReply {
+  if (outcome.replayed) reply.header('Idempotent-Replayed', 'true');
+  const body = outcome.body as Partial<ErrorBody>;
+  if (body?.error) return reply.code(outcome.statusCode).send({ error: { ...body.error, requestId: reply.request.id } });
+  return reply.code(outcome.statusCode).send(outcome.body);
+}
+
+function idempotencyKey(request: FastifyRequest, required: boolean): string | undefined {
+  const header = request.headers['idempotency-key'];
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key === undefined) {
+    if (required) throw new BatonError('IDEMPOTENCY_KEY_REQUIRED', 'this operation requires an Idempotency-Key header');
+    return undefined;
+  }
+  if (key.length < 1 || key.length > 255) {
+    throw new BatonError('VALIDATION_FAILED', 'Idempotency-Key must be 1 to 255 characters', [{ path: 'headers.idempotency-key', message: 'must be 1 to 255 characters' }]);
+  }
+  return key;
+}
+
+/** Method, path (without query) and canonical JSON body, hashed (decisions §4). */
+function fingerprintOf(request: FastifyRequest): string {
+  const path = request.url.split('?')[0];
+  return createHash('sha256').update(`${request.method} ${path} ${canonicalJson(request.body ?? null)}`).digest('hex');
+}

@@ -1,0 +1,8 @@
+import { schemas } from '@baton/core';
+
+/** Error replies every /v1 route can give, for the OpenAPI document. */
+export function errorReplies(...statuses: number[]): Record<number, typeof schemas.errorEnvelope> {
+  const all = [400, 401, 403, 404, ...statuses];
+  return Object.fromEntries(all.map((s) => [s, schemas.errorEnvelope]));
+}
+

@@ -1,0 +1,68 @@
+import pino from 'pino';
+import { ConfigError, loadConfig, type Config } from './config';
+import { clockFor, createBaton } from './host/baton';
+import { embeddedDurabilityNote } from './store/durability';
+import { openStore } from './store/open-store';
+
+/** `npm start`: the Baton server on PostgreSQL (DATABASE_URL) or embedded PGlite. */
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`baton: ${error.message}\n`);
+    process.exit(2);
+  }
+  const logger = pino({ level: config.logLevel });
+  const store = config.databaseUrl
+    ? await openStore({ kind: 'postgres', url: config.databaseUrl })
+    : await openStore({ kind: 'pglite', dataDir: config.dataDir });
+  if (store.kind === 'pglite') logger.warn({ dataDir: config.dataDir }, embeddedDurabilityNote);
+  const clock = clockFor(config);
+  const baton = await createBaton({ store, clock, adminToken: config.adminToken, bootstrap: config.bootstrap, logger });
+
+  const shutdown = (signal: string): void => {
+    logger.info({ signal }, 'draining: readiness is false, waiting for in-flight requests');
+    baton
+      .drainAndClose()
+      .then(() => store.close())
+      .then(
+      () => {
+        logger.info('drained; exiting');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'drain failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+
+  baton.background.start();
+  const address = await baton.app.listen({ host: config.host, port: config.port });
+  logger.info({ address, store: store.kind, clock: clock.mode, admin: config.adminToken ? 'enabled' : 'disabled (set BATON_ADMIN_TOKEN)' }, 'baton is serving');
+  if (baton.devCredentials) printDevCredentials(address, baton.devCredentials);
+}
+
+function printDevCredentials(address: string, dev: { spaceId: string; secret: string }): void {
+  process.stdout.write(
+    [
+      '',
+      'Baton created a development organization "dev" with space "default".',
+      'This key is shown only once; keep it:',
+      '',
+      `  export BATON_URL=${address}`,
+      `  export BATON_SPACE=${dev.spaceId}`,
+      `  export BATON_KEY=${dev.secret}`,
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`baton: failed to start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,60 @@
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import type { SqlDriver, SqlParam, SqlQueryable } from './driver';
+
+export interface PgliteDriverOptions {
+  /** Directory the database persists in; in memory when absent. */
+  dataDir?: string;
+  /** Start from a dump of another database (PGlite.dumpDataDir): tests clone a migrated one. */
+  loadDataDir?: Blob;
+}
+
+/**
+ * Embedded PostgreSQL (PGlite): one connection in this process. PGlite runs query() and
+ * transaction() under one mutex, so concurrent callers queue: a transaction never sees another
+ * caller's statements interleaved, and a statement outside a transaction waits for the open one
+ * to end. The consequence to keep in mind: inside transaction(fn), fn must use the queryable it
+ * is given; calling the driver itself there would wait for its own transaction forever.
+ */
+export class PgliteDriver implements SqlDriver {
+  readonly kind = 'pglite' as const;
+
+  private constructor(private readonly db: PGlite) {}
+
+  static async open(options: PgliteDriverOptions = {}): Promise<PgliteDriver> {
+    const db = await PGlite.create({
+      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+      ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
+    });
+    return new PgliteDriver(db);
+  }
+
+  async query<R>(text: string, params: readonly SqlParam[] = []): Promise<R[]> {
+    return (await this.db.query<R>(text, params as unknown[])).rows;
+  }
+
+  async exec(script: string): Promise<void> {
+    await this.db.exec(script);
+  }
+
+  transaction<T>(fn: (q: SqlQueryable) => Promise<T>): Promise<T> {
+    return this.db.transaction((tx) => fn(transactionQueryable(tx)));
+  }
+
+  /** A dump of the whole database, for PgliteDriver.open({ loadDataDir }). */
+  async dump(): Promise<Blob> {
+    return this.db.dumpDataDir('none');
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}
+
+function transactionQueryable(tx: Transaction): SqlQueryable {
+  return {
+    query: async <R>(text: string, params: readonly SqlParam[] = []): Promise<R[]> => (await tx.query<R>(text, params as unknown[])).rows,
+    exec: async (script: string): Promise<void> => {
+      await tx.exec(script);
+    },
+  };
+}

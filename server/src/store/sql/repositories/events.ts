@@ -1,0 +1,118 @@
+import { validationFailed, type EventRepository, type JournalEvent, type NewEvent } from '@baton/core';
+import { fromJson, jsonParam, timeParam, toBigint, toMs, toText, toTextOrNull } from '../codec';
+import type { SqlParam, SqlQueryable } from '../driver';
+
+/**
+ * The event journal (docs/event-journal.md).
+ *
+ * An event's position is (tx, event_id): the id of the transaction that wrote it, then its
+ * sequence number. Readers only return events whose transaction is older than every
+ * transaction still running (`tx < pg_snapshot_xmin(pg_current_snapshot())`). Such a
+ * transaction has ended, and every transaction that can still commit an event has a tx at or
+ * above that horizon, so it sorts after everything returned: a reader that follows the last
+ * position skips nothing, whatever order transactions commit in.
+ *
+ * Ordering by event_id alone would not be enough, even behind the same horizon: a transaction
+ * that took its xid early (its first write was a budget row) can append later, with a larger
+ * event_id than an event of a younger, still open transaction, and pass the horizon first.
+ * test/events-journal.pg.test.ts shows that case.
+ *
+ * The public eventId is the position as one decimal number, tx * 10^19 + event_id (event_id is
+ * a bigint, below 2^63 < 10^19), so it still increases in the order readers see events.
+ */
+
+const positionBase = 10n ** 19n;
+
+export function encodePosition(tx: bigint, eventId: bigint): string {
+  return (tx * positionBase + eventId).toString();
+}
+
+export function decodePosition(position: string): { tx: string; eventId: string } {
+  if (!/^\d{1,40}$/.test(position)) throw validationFailed('cursor', 'not a cursor this journal returned');
+  const value = BigInt(position);
+  return { tx: (value / positionBase).toString(), eventId: (value % positionBase).toString() };
+}
+
+interface EventRow {
+  space_id: unknown;
+  tx: unknown;
+  event_id: unknown;
+  type: unknown;
+  aggregate_type: unknown;
+  aggregate_id: unknown;
+  scope_id: unknown;
+  data: unknown;
+  occurred_at: unknown;
+}
+
+const columns = 'space_id, tx::text AS tx, event_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at';
+
+function toEvent(row: EventRow, eventId: string): JournalEvent {
+  return {
+    eventId,
+    spaceId: toText(row.space_id),
+    type: toText(row.type),
+    aggregateType: toText(row.aggregate_type),
+    aggregateId: toText(row.aggregate_id),
+    scopeId: toTextOrNull(row.scope_id),
+    data: fromJson<Record<string, unknown>>(row.data),
+    occurredAt: toMs(row.occurred_at),
+  };
+}
+
+const positionOf = (row: EventRow): string => encodePosition(toBigint(row.tx), toBigint(row.event_id));
+
+/**
+ * How a reader pages through the journal. Only 'horizon' is correct and used by the store; the
+ * other two exist so tests can show what the guard prevents and the benchmark what it costs.
+ * - horizon:    (tx, event_id) order, behind the transaction horizon; cursor = position.
+ * - id-horizon: event_id order behind the same horizon; cursor = event_id. Skips when xid
+ *               order and event_id order disagree.
+ * - unguarded:  event_id order, no horizon; cursor = event_id. Skips whenever transactions
+ *               commit out of event_id order.
+ */
+export type JournalReadMode = 'horizon' | 'id-horizon' | 'unguarded';
+
+export async function readJournal(q: SqlQueryable, spaceId: string, after: string, limit: number, mode: JournalReadMode): Promise<JournalEvent[]> {
+  if (mode === 'horizon') {
+    const { tx, eventId } = decodePosition(after);
+    const rows = await q.query<EventRow>(
+      `SELECT ${columns} FROM events
+       WHERE space_id = $1 AND (tx, event_id) > ($2::xid8, $3::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
+       ORDER BY tx, event_id LIMIT $4`,
+      [spaceId, tx, eventId, limit],
+    );
+    return rows.map((row) => toEvent(row, positionOf(row)));
+  }
+  const horizon = mode === 'id-horizon' ? 'AND tx < pg_snapshot_xmin(pg_current_snapshot())' : '';
+  const rows = await q.query<EventRow>(
+    `SELECT ${columns} FROM events WHERE space_id = $1 AND event_id > $2::bigint ${horizon} ORDER BY event_id LIMIT $3`,
+    [spaceId, after, limit],
+  );
+  return rows.map((row) => toEvent(row, toBigint(row.event_id).toString()));
+}
+
+/** One multi-row INSERT; VALUES rows take event_id in the order the events were given. */
+function appendStatement(spaceId: string, occurredAt: number, events: NewEvent[]): { text: string; params: SqlParam[] } {
+  const params: SqlParam[] = [spaceId, timeParam(occurredAt)];
+  const rows = events.map((e) => {
+    const at = params.length;
+    params.push(e.type, e.aggregateType, e.aggregateId, e.scopeId, jsonParam(e.data));
+    return `($1, $${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}::jsonb, $2)`;
+  });
+  return {
+    text: `INSERT INTO events (space_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at) VALUES ${rows.join(', ')}`,
+    params,
+  };
+}
+
+export function sqlEvents(q: SqlQueryable): EventRepository {
+  return {
+    async append(spaceId, occurredAt, events) {
+      if (events.length === 0) return;
+      const { text, params } = appendStatement(spaceId, occurredAt, events);
+      await q.query(text, params);
+    },
+    listAfter: (spaceId, afterEventId, limit) => readJournal(q, spaceId, afterEventId, limit, 'horizon'),
+  };
+}

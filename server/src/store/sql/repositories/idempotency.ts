@@ -1,0 +1,62 @@
+import type { IdempotencyRecord, IdempotencyRepository } from '@baton/core';
+import { fromJson, jsonParam, timeParam, toInt, toMs, toText } from '../codec';
+import type { SqlQueryable } from '../driver';
+
+interface RecordRow {
+  space_id: unknown;
+  key: unknown;
+  fingerprint: unknown;
+  status_code: unknown;
+  body: unknown;
+  created_at: unknown;
+}
+
+/**
+ * Seed of the advisory-lock hash ("baton-ik"), so idempotency locks do not share a key space
+ * with other users of hashtextextended(..., 0).
+ */
+const lockSeed = '7089075310396533099';
+
+function toRecord(row: RecordRow): IdempotencyRecord {
+  return {
+    spaceId: toText(row.space_id),
+    key: toText(row.key),
+    fingerprint: toText(row.fingerprint),
+    statusCode: toInt(row.status_code),
+    body: fromJson<unknown>(row.body),
+    createdAt: toMs(row.created_at),
+  };
+}
+
+export function sqlIdempotency(q: SqlQueryable): IdempotencyRepository {
+  return {
+    async tryLock(spaceId, key) {
+      // A transaction-scoped lock on a 64-bit hash of (spaceId, key): released by COMMIT or
+      // ROLLBACK, so a crashed request can never leave its key locked. The length prefix keeps
+      // ("a:b", "c") and ("a", "b:c") apart; a true 64-bit collision only makes a request
+      // wait for an unrelated one, never share its reply.
+      const [row] = await q.query<{ locked: boolean }>(
+        `SELECT pg_try_advisory_xact_lock(hashtextextended(length($1)::text || ':' || $1 || $2, $3::bigint)) AS locked`,
+        [spaceId, key, lockSeed],
+      );
+      return row?.locked === true;
+    },
+    async get(spaceId, key) {
+      const [row] = await q.query<RecordRow>('SELECT space_id, key, fingerprint, status_code, body, created_at FROM idempotency_keys WHERE space_id = $1 AND key = $2', [
+        spaceId,
+        key,
+      ]);
+      return row && toRecord(row);
+    },
+    async put(r) {
+      // Replacing is right only because the caller holds tryLock and the old record is past
+      // the replay window; the statement itself does not check either.
+      await q.query(
+        `INSERT INTO idempotency_keys (space_id, key, fingerprint, status_code, body, created_at) VALUES ($1, $2, $3, $4, $5::json, $6)
+         ON CONFLICT (space_id, key) DO UPDATE
+           SET fingerprint = EXCLUDED.fingerprint, status_code = EXCLUDED.status_code, body = EXCLUDED.body, created_at = EXCLUDED.created_at`,
+        [r.spaceId, r.key, r.fingerprint, r.statusCode, jsonParam(r.body), timeParam(r.createdAt)],
+      );
+    },
+  };
+}

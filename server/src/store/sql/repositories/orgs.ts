@@ -1,0 +1,59 @@
+import { assert, type Org, type OrgRepository, type PlanLimits } from '@baton/core';
+import { fromJson, jsonParam, timeParam, toInt, toMs, toText } from '../codec';
+import type { SqlQueryable } from '../driver';
+
+interface OrgRow {
+  id: unknown;
+  name: unknown;
+  plan: unknown;
+  limits: unknown;
+  created_at: unknown;
+  updated_at: unknown;
+}
+
+const columns = 'id, name, plan, limits, created_at, updated_at';
+
+function toOrg(row: OrgRow): Org {
+  return {
+    id: toText(row.id),
+    name: toText(row.name),
+    plan: toText(row.plan) as Org['plan'],
+    limits: fromJson<Partial<PlanLimits> | null>(row.limits),
+    createdAt: toMs(row.created_at),
+    updatedAt: toMs(row.updated_at),
+  };
+}
+
+export function sqlOrgs(q: SqlQueryable): OrgRepository {
+  return {
+    async insert(org) {
+      await q.query(`INSERT INTO orgs (${columns}) VALUES ($1, $2, $3, $4::jsonb, $5, $6)`, [
+        org.id,
+        org.name,
+        org.plan,
+        org.limits === null ? null : jsonParam(org.limits),
+        timeParam(org.createdAt),
+        timeParam(org.updatedAt),
+      ]);
+    },
+    async get(id) {
+      const [row] = await q.query<OrgRow>(`SELECT ${columns} FROM orgs WHERE id = $1`, [id]);
+      return row && toOrg(row);
+    },
+    async update(org) {
+      const rows = await q.query(`UPDATE orgs SET name = $2, plan = $3, limits = $4::jsonb, created_at = $5, updated_at = $6 WHERE id = $1 RETURNING id`, [
+        org.id,
+        org.name,
+        org.plan,
+        org.limits === null ? null : jsonParam(org.limits),
+        timeParam(org.createdAt),
+        timeParam(org.updatedAt),
+      ]);
+      assert(rows.length === 1, `update of missing org ${org.id}`);
+    },
+    async count() {
+      const [row] = await q.query<{ n: unknown }>('SELECT count(*) AS n FROM orgs');
+      return toInt(row?.n);
+    },
+  };
+}

@@ -1,0 +1,261 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storeTargets } from '../support/databases';
+import { idem, startTestServer, type TestServer } from '../support/server';
+
+const scopeId = '11111111-1111-4111-8111-111111111111';
+const otherId = '22222222-2222-4222-8222-222222222222';
+const budgetBody = { name: 'llm-spend', currency: 'USD', scale: 2, limitMinor: '10000' };
+
+describe.each(storeTargets())('budgets over HTTP on $name', (target) => {
+  let server: TestServer;
+  let close: () => Promise<void>;
+  let budgetId: string;
+
+  beforeAll(async () => {
+    const opened = await target.open();
+    server = await startTestServer(opened.store);
+    close = async () => {
+      await server.close();
+      await opened.close();
+    };
+    const created = await server.api('POST', '/budgets', { body: budgetBody, idem: idem() });
+    expect(created.statusCode).toBe(201);
+    budgetId = created.body.id;
+  });
+  afterAll(async () => close());
+
+  const reserve = (amountMinor: string, extra: Record<string, unknown> = {}) =>
+    server.api('POST', `/budgets/${budgetId}/reserve`, { body: { scopeId, holder: 'worker-1', amountMinor, ...extra }, idem: idem() });
+
+  describe('POST /budgets', () => {
+    it('creates a budget with its balances: 201', async () => {
+      const res = await server.api('POST', '/budgets', { body: { name: 'fresh', currency: 'EUR', scale: 0, limitMinor: '999999999999999999' }, idem: idem() });
+      expect(res.statusCode).toBe(201);
+      expect(res.body).toMatchObject({ name: 'fresh', currency: 'EUR', scale: 0, limitMinor: '999999999999999999', availableMinor: '999999999999999999', reservedMinor: '0', settledMinor: '0', reservations: [] });
+      expect(res.headers['x-request-id']).toBeTruthy();
+    });
+
+    it('a repeat create with identical settings returns the existing budget: 200', async () => {
+      const res = await server.api('POST', '/budgets', { body: budgetBody, idem: idem() });
+      expect(res.statusCode).toBe(200);
+      expect(res.body.id).toBe(budgetId);
+    });
+
+    it('the same name with other settings is CONFLICT', async () => {
+      const res = await server.api('POST', '/budgets', { body: { ...budgetBody, limitMinor: '5' }, idem: idem() });
+      expect(res.statusCode).toBe(409);
+      expect(res.body.error.code).toBe('CONFLICT');
+    });
+
+    it.each([
+      [{ ...budgetBody, currency: 'US' }, 'body.currency'],
+      [{ ...budgetBody, currency: 'U5D' }, 'body.currency'],
+      [{ ...budgetBody, scale: 10 }, 'body.scale'],
+      [{ ...budgetBody, scale: 1.5 }, 'body.scale'],
+      [{ ...budgetBody, limitMinor: '1234567890123456789' }, 'body.limitMinor'],
+      [{ ...budgetBody, limitMinor: '-5' }, 'body.limitMinor'],
+      [{ ...budgetBody, limitMinor: 100 }, 'body.limitMinor'],
+      [{ currency: 'USD', scale: 2, limitMinor: '1' }, 'body.name'],
+    ])('rejects %j with VALIDATION_FAILED naming %s', async (body, path) => {
+      const res = await server.api('POST', '/budgets', { body, idem: idem() });
+      expect(res.statusCode).toBe(400);
+      expect(res.body.error.code).toBe('VALIDATION_FAILED');
+      expect(res.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
+      expect(res.body.error.requestId).toBe(res.headers['x-request-id']);
+    });
+
+    it('without Idempotency-Key is IDEMPOTENCY_KEY_REQUIRED', async () => {
+      const res = await server.api('POST', '/budgets', { body: { ...budgetBody, name: 'no-key' } });
+      expect(res.statusCode).toBe(400);
+      expect(res.body.error.code).toBe('IDEMPOTENCY_KEY_REQUIRED');
+    });
+
+    it('a key without resource_config gets FORBIDDEN for a new budget but may repeat an identical create', async () => {
+      const worker = await server.newKey({ permissions: ['coordination_read', 'coordination_write'] });
+      const missing = await server.api('POST', '/budgets', { key: worker, body: { ...budgetBody, name: 'not-there' }, idem: idem() });
+      expect(missing.statusCode).toBe(403);
+      expect(missing.body.error).toMatchObject({ code: 'FORBIDDEN', message: 'credential lacks resource_config' });
+      const repeat = await server.api('POST', '/budgets', { key: worker, body: budgetBody, idem: idem() });
+      expect(repeat.statusCode).toBe(200);
+      expect(repeat.body.id).toBe(budgetId);
+    });
+  });
+
+  describe('GET /budgets and /budgets/{id}', () => {
+    it('lists budgets by name, paging with limit and cursor', async () => {
+      for (const name of ['page-a', 'page-b', 'page-c']) {
+        await server.api('POST', '/budgets', { body: { ...budgetBody, name }, idem: idem() });
+      }
+      const all: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const query: string = cursor ? `?limit=2&cursor=${cursor}` : '?limit=2';
+        const page = await server.api('GET', `/budgets${query}`);
+        expect(page.statusCode).toBe(200);
+        expect(page.body.items.length).toBeLessThanOrEqual(2);
+        all.push(...page.body.items.map((b: { name: string }) => b.name));
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      expect(all).toEqual([...all].sort());
+      expect(all).toEqual(expect.arrayContaining(['llm-spend', 'page-a', 'page-b', 'page-c']));
+      expect(new Set(all).size).toBe(all.length);
+    });
+
+    it('rejects a bad limit or cursor with VALIDATION_FAILED', async () => {
+      expect((await server.api('GET', '/budgets?limit=501')).body.error.code).toBe('VALIDATION_FAILED');
+      expect((await server.api('GET', '/budgets?limit=0')).body.error.code).toBe('VALIDATION_FAILED');
+      expect((await server.api('GET', '/budgets?cursor=%%%')).body.error.code).toBe('VALIDATION_FAILED');
+    });
+
+    it('shows one budget; an unknown id is NOT_FOUND; a malformed id is VALIDATION_FAILED', async () => {
+      const ok = await server.api('GET', `/budgets/${budgetId}`);
+      expect(ok.statusCode).toBe(200);
+      expect(ok.body).toMatchObject({ id: budgetId, limitMinor: '10000' });
+      const missing = await server.api('GET', `/budgets/${otherId}`);
+      expect(missing.statusCode).toBe(404);
+      expect(missing.body.error.code).toBe('NOT_FOUND');
+      expect((await server.api('GET', '/budgets/not-a-uuid')).statusCode).toBe(400);
+    });
+  });
+
+  describe('reserve', () => {
+    it('reserves: 201 with an ACTIVE reservation, and the budget shows it', async () => {
+      const res = await reserve('1000', { settleBy: '2026-01-01T01:00:00.000Z' });
+      expect(res.statusCode).toBe(201);
+      expect(res.body).toMatchObject({ budgetId, scopeId, holder: 'worker-1', amountMinor: '1000', settledMinor: '0', remainingMinor: '1000', state: 'ACTIVE', settleBy: '2026-01-01T01:00:00.000Z' });
+      const view = await server.api('GET', `/budgets/${budgetId}`);
+      expect(view.body.reservations.map((r: { id: string }) => r.id)).toContain(res.body.id);
+    });
+
+    it('beyond available is INSUFFICIENT_BUDGET (409)', async () => {
+      const res = await reserve('99999999');
+      expect(res.statusCode).toBe(409);
+      expect(res.body.error.code).toBe('INSUFFICIENT_BUDGET');
+    });
+
+    it.each([
+      [{ scopeId, holder: 'w', amountMinor: '0' }, 'body.amountMinor'],
+      [{ scopeId, holder: 'w', amountMinor: '1.5' }, 'body.amountMinor'],
+      [{ scopeId: 'nope', holder: 'w', amountMinor: '1' }, 'body.scopeId'],
+      [{ scopeId, amountMinor: '1' }, 'body.holder'],
+      [{ scopeId, holder: 'w', amountMinor: '1', settleBy: 'tomorrow' }, 'body.settleBy'],
+    ])('rejects %j naming %s', async (body, path) => {
+      const res = await server.api('POST', `/budgets/${budgetId}/reserve`, { body, idem: idem() });
+      expect(res.statusCode).toBe(400);
+      expect(res.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
+    });
+
+    it('an unknown budget is NOT_FOUND', async () => {
+      const res = await server.api('POST', `/budgets/${otherId}/reserve`, { body: { scopeId, holder: 'w', amountMinor: '1' }, idem: idem() });
+      expect(res.statusCode).toBe(404);
+    });
+
+    it('a read-only key is FORBIDDEN with the permission named', async () => {
+      const reader = await server.newKey({ permissions: ['coordination_read'] });
+      const res = await server.api('POST', `/budgets/${budgetId}/reserve`, { key: reader, body: { scopeId, holder: 'w', amountMinor: '1' }, idem: idem() });
+      expect(res.statusCode).toBe(403);
+      expect(res.body.error.message).toBe('credential lacks coordination_write');
+    });
+
+    it('a resource_config key may reserve, settle and void (versioning rule 3)', async () => {
+      const config = await server.newKey({ permissions: ['resource_config'] });
+      const res = await server.api('POST', `/budgets/${budgetId}/reserve`, { key: config, body: { scopeId, holder: 'w', amountMinor: '1' }, idem: idem() });
+      expect(res.statusCode).toBe(201);
+      const voided = await server.api('POST', `/budgets/${budgetId}/void`, { key: config, body: { reservationId: res.body.id, workKey: 'cfg-void' } });
+      expect(voided.statusCode).toBe(200);
+    });
+  });
+
+  describe('settle and void', () => {
+    it('settles partially, replays per workKey, over-settles from available, then refuses a closed reservation', async () => {
+      const before = (await server.api('GET', `/budgets/${budgetId}`)).body;
+      const r = (await reserve('500')).body;
+      const first = await server.api('POST', `/budgets/${budgetId}/settle`, { body: { reservationId: r.id, amountMinor: '200', workKey: 'call-1' } });
+      expect(first.statusCode).toBe(200);
+      expect(first.body).toMatchObject({ replay: false, entry: { kind: 'SETTLE', amountMinor: '200', workKey: 'call-1', reservationId: r.id }, reservation: { state: 'ACTIVE', remainingMinor: '300', settledMinor: '200' } });
+
+      const again = await server.api('POST', `/budgets/${budgetId}/settle`, { body: { reservationId: r.id, amountMinor: '200', workKey: 'call-1' } });
+      expect(again.body).toMatchObject({ replay: true, entry: { id: first.body.entry.id } });
+      expect(again.body.budget.settledMinor).toBe(first.body.budget.settledMinor);
+
+      const over = await server.api('POST', `/budgets/${budgetId}/settle`, { body: { reservationId: r.id, amountMinor: '450', workKey: 'call-2' } });
+      expect(over.body.reservation).toMatchObject({ state: 'SETTLED', remainingMinor: '0', settledMinor: '650' });
+      const b = over.body.budget;
+      expect(BigInt(b.availableMinor)).toBe(BigInt(before.availableMinor) - 650n);
+      expect(BigInt(b.availableMinor) + BigInt(b.reservedMinor) + BigInt(b.settledMinor)).toBe(BigInt(b.limitMinor));
+
+      const closed = await server.api('POST', `/budgets/${budgetId}/settle`, { body: { reservationId: r.id, amountMinor: '1', workKey: 'call-3' } });
+      expect(closed.statusCode).toBe(409);
+      expect(closed.body.error).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('SETTLED') });
+      const voidClosed = await server.api('POST', `/budgets/${budgetId}/void`, { body: { reservationId: r.id, workKey: 'void-closed' } });
+      expect(voidClosed.statusCode).toBe(409);
+    });
+
+    it('an over-settle that available cannot cover is INSUFFICIENT_BUDGET', async () => {
+      const r = (await reserve('10')).body;
+      const res = await server.api('POST', `/budgets/${budgetId}/settle`, { body: { reservationId: r.id, amountMinor: '99999999', workKey: 'too-much' } });
+      expect(res.statusCode).toBe(409);
+      expect(res.body.error.code).toBe('INSUFFICIENT_BUDGET');
+    });
+
+    it('a workKey reused for another amount or reservation is CONFLICT', async () => {
+      const r = (await reserve('10')).body;
+      await server.api('POST', `/budgets/${budgetId}/settle`, { body: { reservationId: r.id, amountMinor: '1', workKey: 'wk-reuse' } });
+      const res = await server.api('POST', `/budgets/${budgetId}/settle`, { body: { reservationId: r.id, amountMinor: '2', workKey: 'wk-reuse' } });
+      expect(res.statusCode).toBe(409);
+      expect(res.body.error.code).toBe('CONFLICT');
+    });
+
+    it('voids the remainder, replays the void, and a reservation of another budget is NOT_FOUND', async () => {
+      const r = (await reserve('300')).body;
+      await server.api('POST', `/budgets/${budgetId}/settle`, { body: { reservationId: r.id, amountMinor: '100', workKey: 'v-settle' } });
+      const voided = await server.api('POST', `/budgets/${budgetId}/void`, { body: { reservationId: r.id, workKey: 'v-void' } });
+      expect(voided.statusCode).toBe(200);
+      expect(voided.body).toMatchObject({ replay: false, entry: { kind: 'VOID', amountMinor: '200' }, reservation: { state: 'VOIDED', remainingMinor: '0', settledMinor: '100' } });
+      const replay = await server.api('POST', `/budgets/${budgetId}/void`, { body: { reservationId: r.id, workKey: 'v-void' } });
+      expect(replay.body).toMatchObject({ replay: true, entry: { id: voided.body.entry.id } });
+
+      const other = await server.api('POST', '/budgets', { body: { ...budgetBody, name: 'other' }, idem: idem() });
+      const wrong = await server.api('POST', `/budgets/${other.body.id}/void`, { body: { reservationId: r.id, workKey: 'x' } });
+      expect(wrong.statusCode).toBe(404);
+    });
+
+    it.each([
+      ['settle', { reservationId: otherId, amountMinor: '1' }, 'body.workKey'],
+      ['settle', { reservationId: otherId, amountMinor: '1', workKey: '' }, 'body.workKey'],
+      ['settle', { reservationId: otherId, amountMinor: '1', workKey: 'k'.repeat(513) }, 'body.workKey'],
+      ['settle', { reservationId: 'x', amountMinor: '1', workKey: 'k' }, 'body.reservationId'],
+      ['void', { workKey: 'k' }, 'body.reservationId'],
+    ])('%s rejects %j naming %s', async (verb, body, path) => {
+      const res = await server.api('POST', `/budgets/${budgetId}/${verb}`, { body });
+      expect(res.statusCode).toBe(400);
+      expect(res.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
+    });
+  });
+
+  describe('settleBy', () => {
+    it('passing settleBy emits budget.reservation_overdue once and voids nothing', async () => {
+      const r = (await reserve('5', { settleBy: new Date(server.clock.now() + 60_000).toISOString() })).body;
+      const advanced = await server.admin('POST', '/clock/advance', { ms: 61_000 });
+      expect(advanced.statusCode).toBe(200);
+      await server.admin('POST', '/clock/advance', { ms: 61_000 });
+      const events = await allEvents(server);
+      const overdue = events.filter((e) => e.type === 'budget.reservation_overdue' && e.data.reservationId === r.id);
+      expect(overdue).toHaveLength(1);
+      expect(overdue[0]).toMatchObject({ aggregate: { type: 'budget', id: budgetId }, scopeId });
+      const view = await server.api('GET', `/budgets/${budgetId}`);
+      expect(view.body.reservations.find((x: { id: string }) => x.id === r.id)?.state).toBe('ACTIVE');
+    });
+  });
+});
+
+async function allEvents(server: TestServer): Promise<any[]> {
+  const out: any[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await server.api('GET', `/events?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
+    out.push(...page.body.items);
+    if (page.body.items.length === 0) return out;
+    cursor = page.body.nextCursor;
+  }
+}

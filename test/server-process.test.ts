@@ -1,0 +1,76 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/**
+ * `npm start` as a user runs it: a real process on the embedded store, the dev bootstrap
+ * printed once, the key durable across a restart, SIGTERM draining to exit code 0.
+ */
+const root = new URL('..', import.meta.url).pathname;
+const dataDir = mkdtempSync(join(tmpdir(), 'baton-process-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  address: string;
+}
+
+async function start(): Promise<Started> {
+  const child = spawn(join(root, 'node_modules/.bin/tsx'), ['server/src/main.ts'], {
+    cwd: root,
+    env: { ...process.env, PORT: '0', BATON_DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    child.stdout!.on('data', () => {
+      const match = /"address":"(http:\/\/[^"]+)"/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`server exited ${code}:\n${output}`)));
+  });
+  return { child, output: () => output, address };
+}
+
+function stop(started: Started): Promise<number | null> {
+  return new Promise((resolve) => {
+    started.child.once('exit', (code) => resolve(code));
+    started.child.kill('SIGTERM');
+  });
+}
+
+describe('the server process on the embedded store', () => {
+  it('bootstraps once, serves with the printed key, drains on SIGTERM, and keeps its data', async () => {
+    const first = await start();
+    await new Promise((r) => setTimeout(r, 200)); // the banner follows the "serving" log line
+    const space = /export BATON_SPACE=(\S+)/.exec(first.output())?.[1];
+    const key = /export BATON_KEY=(\S+)/.exec(first.output())?.[1];
+    expect(space).toBeTruthy();
+    expect(key).toMatch(/^bk_/);
+    expect(first.output()).toContain('embedded PGlite store');
+    const created = await fetch(`${first.address}/v1/spaces/${space}/budgets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'p1' },
+      body: JSON.stringify({ name: 'kept', currency: 'USD', scale: 2, limitMinor: '100' }),
+    });
+    expect(created.status).toBe(201);
+    expect(await stop(first)).toBe(0);
+    expect(first.output()).toContain('drained');
+
+    const second = await start();
+    expect(second.output()).not.toContain('export BATON_KEY=');
+    const list = await fetch(`${second.address}/v1/spaces/${space}/budgets`, { headers: { authorization: `Bearer ${key}` } });
+    expect(list.status).toBe(200);
+    expect(((await list.json()) as { items: { name: string }[] }).items.map((b: { name: string }) => b.name)).toEqual(['kept']);
+    expect(await stop(second)).toBe(0);
+  }, 90_000);
+});

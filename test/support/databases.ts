@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { MemoryStore, type Store } from '@baton/core';
+import { openStore } from '../../server/src/store/open-store';
+import { migrate } from '../../server/src/store/sql/migrate';
+import { PgliteDriver } from '../../server/src/store/sql/pglite-driver';
+import { SqlStore } from '../../server/src/store/sql/sql-store';
+
+/**
+ * Databases for tests: in-memory PGlite always, PostgreSQL when DATABASE_URL is set or the
+ * global setup (test/support/global-setup.ts) started a container.
+ */
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Set by global-setup.ts when it started a PostgreSQL container. */
+    postgresUrl?: string;
+  }
+}
+
+export function postgresUrl(): string | undefined {
+  return process.env.DATABASE_URL || inject('postgresUrl') || undefined;
+}
+
+export interface TestDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, uniquely named database on the PostgreSQL server of postgresUrl(). */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const serverUrl = postgresUrl();
+  if (!serverUrl) throw new Error('createTestDatabase: no PostgreSQL (set DATABASE_URL, or let the global setup start a container)');
+  const name = `baton_test_${randomUUID().replaceAll('-', '')}`;
+  await onServer(serverUrl, `CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    // FORCE: a test that failed half-way may have left connections open.
+    drop: () => onServer(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+async function onServer(url: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+export interface OpenedStore {
+  store: Store;
+  /** Closes the store and drops what it created (the PostgreSQL database). */
+  close(): Promise<void>;
+}
+
+export interface StoreTarget {
+  name: 'memory' | 'pglite' | 'postgres';
+  /**
+   * Whether two transactions can be open at once. Memory and PGlite run transactions one
+   * after another, so a second one waits for the first to end instead of meeting its locks.
+   */
+  concurrentTransactions: boolean;
+  open(): Promise<OpenedStore>;
+}
+
+/** memory, pglite (in memory), and postgres when a server is available: run suites on each. */
+export function storeTargets(): StoreTarget[] {
+  const targets: StoreTarget[] = [
+    { name: 'memory', concurrentTransactions: false, open: async () => opened(new MemoryStore()) },
+    { name: 'pglite', concurrentTransactions: false, open: openPglite },
+  ];
+  if (postgresUrl()) targets.push({ name: 'postgres', concurrentTransactions: true, open: openPostgres });
+  return targets;
+}
+
+function opened(store: Store, after: () => Promise<void> = async () => undefined): OpenedStore {
+  return {
+    store,
+    close: async () => {
+      try {
+        await store.close();
+      } finally {
+        await after();
+      }
+    },
+  };
+}
+
+async function openPostgres(): Promise<OpenedStore> {
+  const db = await createTestDatabase();
+  try {
+    return opened(await openStore({ kind: 'postgres', url: db.url }), db.drop);
+  } catch (error) {
+    await db.drop();
+    throw error;
+  }
+}
+
+/**
+ * Starting PGlite costs about 2.5 s (initdb); loading a dump of an already migrated one about
+ * 0.5 s. So each test worker migrates one database once and every open() clones it; migrate()
+ * runs again on the clone and must find nothing to do.
+ */
+let migratedPglite: Promise<Blob> | undefined;
+
+async function openPglite(): Promise<OpenedStore> {
+  migratedPglite ??= dumpMigratedPglite();
+  const driver = await PgliteDriver.open({ loadDataDir: await migratedPglite });
+  const applied = await migrate(driver);
+  if (applied.length > 0) throw new Error(`pglite clone was not fully migrated: applied ${applied.join(', ')}`);
+  return opened(new SqlStore(driver));
+}
+
+async function dumpMigratedPglite(): Promise<Blob> {
+  const driver = await PgliteDriver.open();
+  try {
+    await migrate(driver);
+    return await driver.dump();
+  } finally {
+    await driver.close();
+  }
+}
