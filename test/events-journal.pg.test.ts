@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Budget, JournalEvent, Tx } from '@baton/core';
 import { migrate } from '../server/src/store/sql/migrate';
 import { PgDriver } from '../server/src/store/sql/pg-driver';
-import { readJournal, type JournalReadMode } from '../server/src/store/sql/repositories/events';
+import { decodePosition, listAfterSql, readJournal, type JournalReadMode } from '../server/src/store/sql/repositories/events';
 import { SqlStore } from '../server/src/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 
@@ -191,6 +191,21 @@ describe.runIf(postgresUrl())('event journal on PostgreSQL', () => {
     await expect.poll(async () => names(await read(journal, spaceId, '0')), { timeout: 10_000, interval: 20 }).toEqual(['E']);
     reader.release();
     await reader.done;
+  });
+
+  it('reads a page with one range scan of the primary key, in index order (no sort)', async () => {
+    const spaceId = randomUUID();
+    await store.transaction((tx) => append(tx, spaceId, 'P'));
+    const [first] = await eventually(journal, spaceId, '0', ['P']);
+    const { tx, eventId } = decodePosition(first!.eventId);
+    const plan = await driver.transaction(async (q) => {
+      // The table is tiny here; make the planner show the plan it would use on a large one.
+      await q.query('SET LOCAL enable_seqscan = off');
+      await q.query('SET LOCAL enable_bitmapscan = off');
+      return (await q.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${listAfterSql}`, [spaceId, tx, eventId, 100])).map((r) => r['QUERY PLAN']).join('\n');
+    });
+    expect(plan).toContain('Index Scan using events_pkey');
+    expect(plan).not.toMatch(/Sort/);
   });
 
   interface StressResult {

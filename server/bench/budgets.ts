@@ -4,12 +4,32 @@
  * the contention point a busy space has, so the figure is a floor, not a best case.
  */
 import { randomUUID } from 'node:crypto';
-import { BenchFailure, fmt, forEachStore, runLoad, uniqueRunId, type Benchmark, type BenchOptions, type LoadResult, type StoreKind } from './harness';
+import { BenchFailure, fmt, forEachStore, runLoad, type Benchmark, type BenchOptions, type LoadFunction, type LoadResult, type StoreKind } from './harness';
 
 /** Minor units per reservation; each pair settles exactly this, so the reservation ends SETTLED. */
 const amount = 100n;
 /** 18 digits, the largest limit allowed: no run can come near spending it. */
 const limitMinor = '999999999999999999';
+
+interface Setup {
+  runId: string;
+  budgetId: string;
+  /** One run (scope) per client, as separate workers would have. */
+  scopes: string[];
+}
+
+/** One client iteration; runs in the load worker. Every reply is checked, not just its status. */
+export const budgetsLoad: LoadFunction<Setup> = (call, { runId, budgetId, scopes }) => async (client, n, timed) => {
+  const reservation = await timed('reserve', () =>
+    call('POST', `/budgets/${budgetId}/reserve`, 201, { scopeId: scopes[client], holder: `bench-${client}`, amountMinor: String(amount) }, { 'idempotency-key': `${runId}-${client}-${n}` }),
+  );
+  if (reservation.state !== 'ACTIVE' || reservation.amountMinor !== String(amount)) throw new BenchFailure(`reserve: unexpected reply ${JSON.stringify(reservation)}`);
+  // Settle takes no Idempotency-Key: it is idempotent per workKey, which must be unique per pair.
+  const settled = await timed('settle', () =>
+    call('POST', `/budgets/${budgetId}/settle`, 200, { reservationId: reservation.id, amountMinor: String(amount), workKey: `${runId}-${client}-${n}` }),
+  );
+  if (settled.replay !== false || settled.reservation?.state !== 'SETTLED') throw new BenchFailure(`settle: unexpected reply ${JSON.stringify(settled).slice(0, 300)}`);
+};
 
 interface StoreResult {
   load: LoadResult;
@@ -18,24 +38,13 @@ interface StoreResult {
 }
 
 async function run(options: BenchOptions): Promise<void> {
-  const runId = uniqueRunId();
+  const runId = `bench-${randomUUID().slice(0, 8)}`;
   console.log(`budgets: ${options.clients} clients, ${options.warmupSeconds} s warm-up, ${options.seconds} s measured, run ${runId}`);
 
   const results = await forEachStore(options, async (target, kind): Promise<StoreResult> => {
-    const budget = await target.call('POST', '/budgets', 201, { name: `bench-${runId}`, currency: 'USD', scale: 2, limitMinor }, { 'idempotency-key': `bench-${runId}-create` });
-    // One run (scope) per client, as separate workers would have.
-    const scopes = Array.from({ length: options.clients }, () => randomUUID());
-
-    const load = await runLoad(options, async (client, n, timed) => {
-      const reservation = await timed('reserve', () =>
-        target.call('POST', `/budgets/${budget.id}/reserve`, 201, { scopeId: scopes[client], holder: `bench-${client}`, amountMinor: String(amount) }, { 'idempotency-key': `bench-${runId}-${client}-${n}` }),
-      );
-      if (reservation.state !== 'ACTIVE' || reservation.amountMinor !== String(amount)) throw new BenchFailure(`reserve: unexpected reply ${JSON.stringify(reservation)}`);
-      const settled = await timed('settle', () =>
-        target.call('POST', `/budgets/${budget.id}/settle`, 200, { reservationId: reservation.id, amountMinor: String(amount), workKey: `bench-${runId}-${client}-${n}` }),
-      );
-      if (settled.replay !== false || settled.reservation.state !== 'SETTLED') throw new BenchFailure(`settle: unexpected reply ${JSON.stringify(settled).slice(0, 300)}`);
-    });
+    const budget = await target.call('POST', '/budgets', 201, { name: runId, currency: 'USD', scale: 2, limitMinor }, { 'idempotency-key': `${runId}-create` });
+    const setup: Setup = { runId, budgetId: budget.id, scopes: Array.from({ length: options.clients }, () => randomUUID()) };
+    const load = await runLoad(options, target, { moduleUrl: import.meta.url, exportName: 'budgetsLoad', setup });
 
     const pairsPerSecond = load.measuredIterations / load.measuredSeconds;
     const requestsPerSecond = (load.latencies.count('reserve') + load.latencies.count('settle')) / load.measuredSeconds;
@@ -43,7 +52,7 @@ async function run(options: BenchOptions): Promise<void> {
     console.log(`  requests/s   ${fmt(requestsPerSecond)}`);
     for (const label of ['reserve', 'settle']) {
       const p = (q: number) => fmt(load.latencies.percentile(label, q), 2);
-      console.log(`  ${label.padEnd(8)} p50 ${p(50)} ms  p95 ${p(95)} ms  p99 ${p(99)} ms  (${load.latencies.count(label)} requests)`);
+      console.log(`  ${label.padEnd(8)}     p50 ${p(50)} ms  p95 ${p(95)} ms  p99 ${p(99)} ms  (${load.latencies.count(label)} requests)`);
     }
     console.log(`  errors       ${load.errors}`);
     for (const message of load.firstErrors) console.log(`    ${message}`);

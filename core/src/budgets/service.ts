@@ -83,7 +83,7 @@ export async function listBudgets(tx: Tx, spaceId: string, cursor: string | unde
 const encodeNameCursor = (name: string): string => Buffer.from(name, 'utf8').toString('base64url');
 function decodeNameCursor(cursor: string): string {
   const name = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (name.length === 0 || encodeNameCursor(name) !== cursor) throw new BatonError('VALIDATION_FAILED', 'cursor: not a cursor this list returned', [{ path: 'cursor', message: 'not a cursor this list returned' }]);
+  if (name.length === 0 || name.includes('\u0000') || encodeNameCursor(name) !== cursor) throw new BatonError('VALIDATION_FAILED', 'cursor: not a cursor this list returned', [{ path: 'cursor', message: 'not a cursor this list returned' }]);
   return name;
 }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { minorAmount, name, pageOf, positiveMinorAmount, timestamp, uuid, workKey } from './common';
+import { minorAmount, name, pageOf, positiveMinorAmount, text, timestamp, uuid, workKey } from './common';
 
 export const budgetCreateBody = z.object({
   name,
@@ -11,7 +11,7 @@ export type BudgetCreateBody = z.infer<typeof budgetCreateBody>;
 
 export const reserveBody = z.object({
   scopeId: uuid,
-  holder: z.string().min(1).max(512),
+  holder: text(1, 512),
   amountMinor: positiveMinorAmount,
   settleBy: timestamp.nullish(),
 });

@@ -9,8 +9,15 @@ export const minorAmount = z
   .regex(/^\d+$/, { message: 'must be a string of digits (minor units)' })
   .max(18, { message: 'must be at most 18 digits' });
 export const positiveMinorAmount = minorAmount.refine((s) => /[1-9]/.test(s), { message: 'must be greater than zero' });
-export const workKey = z.string().min(1).max(512);
-export const name = z.string().min(1).max(200);
+/**
+ * Text a client names things with. U+0000 is refused: PostgreSQL cannot store it in text or
+ * jsonb, so letting it through would turn a client's mistake into a 500.
+ */
+export function text(min: number, max: number) {
+  return z.string().min(min).max(max).regex(/^[^\u0000]*$/, { message: 'must not contain U+0000' });
+}
+export const workKey = text(1, 512);
+export const name = text(1, 200);
 
 export const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(100),

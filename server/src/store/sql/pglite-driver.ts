@@ -1,4 +1,5 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { openDurablePglite } from './pglite-durable';
 import type { SqlDriver, SqlParam, SqlQueryable } from './driver';
 
 export interface PgliteDriverOptions {
@@ -20,11 +21,15 @@ export class PgliteDriver implements SqlDriver {
 
   private constructor(private readonly db: PGlite) {}
 
+  /** On disk, PGlite is opened durable (pglite-durable.ts): every commit is fsynced. */
   static async open(options: PgliteDriverOptions = {}): Promise<PgliteDriver> {
-    const db = await PGlite.create({
-      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
-      ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
-    });
+    const load = options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir };
+    if (options.dataDir !== undefined) return new PgliteDriver((await openDurablePglite(options.dataDir, load)).db);
+    return new PgliteDriver(await PGlite.create(load));
+  }
+
+  /** Wraps a PGlite opened elsewhere (e.g. with other start parameters); close() closes it. */
+  static fromPglite(db: PGlite): PgliteDriver {
     return new PgliteDriver(db);
   }
 

@@ -35,7 +35,7 @@ export function decodePosition(position: string): { tx: string; eventId: string 
 
 interface EventRow {
   space_id: unknown;
-  tx: unknown;
+  xid: unknown;
   event_id: unknown;
   type: unknown;
   aggregate_type: unknown;
@@ -45,7 +45,8 @@ interface EventRow {
   occurred_at: unknown;
 }
 
-const columns = 'space_id, tx::text AS tx, event_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at';
+// xid8 comes back as text. Not aliased `tx`: ORDER BY tx would then sort by the text.
+const columns = 'space_id, tx::text AS xid, event_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at';
 
 function toEvent(row: EventRow, eventId: string): JournalEvent {
   return {
@@ -60,7 +61,7 @@ function toEvent(row: EventRow, eventId: string): JournalEvent {
   };
 }
 
-const positionOf = (row: EventRow): string => encodePosition(toBigint(row.tx), toBigint(row.event_id));
+const positionOf = (row: EventRow): string => encodePosition(toBigint(row.xid), toBigint(row.event_id));
 
 /**
  * How a reader pages through the journal. Only 'horizon' is correct and used by the store; the
@@ -73,15 +74,15 @@ const positionOf = (row: EventRow): string => encodePosition(toBigint(row.tx), t
  */
 export type JournalReadMode = 'horizon' | 'id-horizon' | 'unguarded';
 
+/** The store's read: $1 space, $2 and $3 the position after which to start, $4 the limit. */
+export const listAfterSql = `SELECT ${columns} FROM events
+  WHERE space_id = $1 AND (tx, event_id) > ($2::xid8, $3::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
+  ORDER BY tx, event_id LIMIT $4`;
+
 export async function readJournal(q: SqlQueryable, spaceId: string, after: string, limit: number, mode: JournalReadMode): Promise<JournalEvent[]> {
   if (mode === 'horizon') {
     const { tx, eventId } = decodePosition(after);
-    const rows = await q.query<EventRow>(
-      `SELECT ${columns} FROM events
-       WHERE space_id = $1 AND (tx, event_id) > ($2::xid8, $3::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
-       ORDER BY tx, event_id LIMIT $4`,
-      [spaceId, tx, eventId, limit],
-    );
+    const rows = await q.query<EventRow>(listAfterSql, [spaceId, tx, eventId, limit]);
     return rows.map((row) => toEvent(row, positionOf(row)));
   }
   const horizon = mode === 'id-horizon' ? 'AND tx < pg_snapshot_xmin(pg_current_snapshot())' : '';
