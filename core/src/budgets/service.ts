@@ -6,7 +6,7 @@ import { parseMinor } from '../money';
 import type { BudgetCreateBody, BudgetView, EntryReply, ReserveBody, ReservationView, SettleBody, VoidBody } from '../schemas/budgets';
 import type { Page } from '../store/repositories';
 import type { Tx } from '../store/store';
-import { msFromIso } from '../time';
+import { isoFromMs, msFromIso } from '../time';
 import type { Budget, BudgetEntry, EntryKind, Reservation } from './model';
 import { assertConservation, reserveFunds, settleFunds, voidRemainder } from './rules';
 import { budgetView, entryView, reservationView } from './views';
@@ -218,7 +218,7 @@ export async function emitOverdueReservations(tx: Tx, nowMs: number, limit: numb
         aggregateType: 'budget',
         aggregateId: r.budgetId,
         scopeId: r.scopeId,
-        data: { reservationId: r.id, holder: r.holder, settleBy: new Date(r.settleBy).toISOString(), remainingMinor: r.remainingMinor.toString() },
+        data: { reservationId: r.id, holder: r.holder, settleBy: isoFromMs(r.settleBy), remainingMinor: r.remainingMinor.toString() },
       },
     ]);
   }
