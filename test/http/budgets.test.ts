@@ -130,6 +130,13 @@ describe.each(storeTargets())('budgets over HTTP on $name', (target) => {
       expect(view.body.reservations.map((r: { id: string }) => r.id)).toContain(res.body.id);
     });
 
+    it('takes a UUID of any version and any case, and reads ids case-insensitively', async () => {
+      const res = await server.api('POST', `/budgets/${budgetId.toUpperCase()}/reserve`, { body: { scopeId: '00000000-0000-0000-0000-0000000000AB', holder: 'w', amountMinor: '1' }, idem: idem() });
+      expect(res.statusCode).toBe(201);
+      expect(res.body).toMatchObject({ budgetId, scopeId: '00000000-0000-0000-0000-0000000000ab' });
+      expect((await server.api('GET', `/budgets/${budgetId.toUpperCase()}`)).statusCode).toBe(200);
+    });
+
     it('beyond available is INSUFFICIENT_BUDGET (409)', async () => {
       const res = await reserve('99999999');
       expect(res.statusCode).toBe(409);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { permissions, plans } from '../tenancy/model';
-import { name, timestamp, uuid } from './common';
+import { name, timestamp, uuid, uuidInput } from './common';
 
 /** ENTERPRISE custom limits: any plan-limit field; null means no cap. */
 const cap = z.number().int().min(0).nullable().optional();
@@ -24,7 +24,7 @@ export const spaceCreateBody = z.object({ name });
 export const keyCreateBody = z.object({
   name: name.default('key'),
   permissions: z.array(z.enum(permissions)).min(1).default([...permissions]),
-  spaceIds: z.array(uuid).min(1).nullish(),
+  spaceIds: z.array(uuidInput).min(1).nullish(),
 });
 export const clockAdvanceBody = z.object({ ms: z.number().int().min(0).max(10 * 365 * 24 * 3600 * 1000) });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { minorAmount, name, pageOf, positiveMinorAmount, text, timestamp, uuid, workKey } from './common';
+import { minorAmount, name, pageOf, positiveMinorAmount, text, timestamp, uuid, uuidInput, workKey } from './common';
 
 export const budgetCreateBody = z.object({
   name,
@@ -10,17 +10,17 @@ export const budgetCreateBody = z.object({
 export type BudgetCreateBody = z.infer<typeof budgetCreateBody>;
 
 export const reserveBody = z.object({
-  scopeId: uuid,
+  scopeId: uuidInput,
   holder: text(1, 512),
   amountMinor: positiveMinorAmount,
   settleBy: timestamp.nullish(),
 });
 export type ReserveBody = z.infer<typeof reserveBody>;
 
-export const settleBody = z.object({ reservationId: uuid, amountMinor: positiveMinorAmount, workKey });
+export const settleBody = z.object({ reservationId: uuidInput, amountMinor: positiveMinorAmount, workKey });
 export type SettleBody = z.infer<typeof settleBody>;
 
-export const voidBody = z.object({ reservationId: uuid, workKey });
+export const voidBody = z.object({ reservationId: uuidInput, workKey });
 export type VoidBody = z.infer<typeof voidBody>;
 
 export const reservationView = z

@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { errorCodes } from '../errors';
 
 /** Wire building blocks shared by every resource (decisions §5). */
-export const uuid = z.uuid({ message: 'must be a UUID' });
+/** Any UUID-shaped id (8-4-4-4-12 hex digits, any version), as clients generate them. */
+export const uuid = z.guid({ message: 'must be a UUID' });
+/** An id sent by a client: read in lower case, the case Baton stores and compares ids in. */
+export const uuidInput = uuid.transform((id) => id.toLowerCase());
 export const timestamp = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' });
 export const minorAmount = z
   .string()
@@ -24,8 +27,8 @@ export const listQuery = z.object({
   cursor: z.string().min(1).max(1000).optional(),
 });
 
-export const idParams = z.object({ spaceId: uuid, id: uuid });
-export const spaceParams = z.object({ spaceId: uuid });
+export const idParams = z.object({ spaceId: uuidInput, id: uuidInput });
+export const spaceParams = z.object({ spaceId: uuidInput });
 
 export const errorEnvelope = z
   .object({

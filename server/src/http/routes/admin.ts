@@ -5,8 +5,8 @@ import { z } from 'zod';
 import { issueSecret, tokensEqual } from '../../host/secrets';
 import type { AppDeps } from '../deps';
 
-const orgParams = z.object({ orgId: schemas.uuid });
-const keyParams = z.object({ keyId: schemas.uuid });
+const orgParams = z.object({ orgId: schemas.uuidInput });
+const keyParams = z.object({ keyId: schemas.uuidInput });
 const tags = ['admin'];
 
 /**
