@@ -13,11 +13,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import type { Budget, JournalEvent } from '@baton/core';
 import type { SqlQueryable } from '../src/store/sql/driver';
 import { migrate } from '../src/store/sql/migrate';
 import { PgDriver } from '../src/store/sql/pg-driver';
+import { createScratchDatabase } from '../src/store/sql/scratch-database';
 import { sqlRepositories } from '../src/store/sql/repositories/index';
 import { readJournal, type JournalReadMode } from '../src/store/sql/repositories/events';
 
@@ -43,25 +43,12 @@ function parseArgs(args: string[]): Options {
 // ---------------------------------------------------------------------------------------------
 // Scratch database
 
-async function onServer(url: string, statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
 async function withScratchDatabase<T>(serverUrl: string, work: (url: string) => Promise<T>): Promise<T> {
-  const name = `baton_bench_${randomUUID().replaceAll('-', '')}`;
-  await onServer(serverUrl, `CREATE DATABASE ${name}`);
+  const scratch = await createScratchDatabase(serverUrl, 'baton_bench');
   try {
-    const url = new URL(serverUrl);
-    url.pathname = `/${name}`;
-    return await work(url.toString());
+    return await work(scratch.url);
   } finally {
-    await onServer(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await scratch.drop();
   }
 }
 

@@ -18,6 +18,7 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { createBaton } from '../src/host/baton';
 import { openStore } from '../src/store/open-store';
+import { createScratchDatabase } from '../src/store/sql/scratch-database';
 
 export type StoreKind = 'pglite' | 'postgres';
 
@@ -101,20 +102,13 @@ async function openPostgres(): Promise<OpenedStore | undefined> {
     await admin.end().catch(() => {});
     return undefined;
   }
-  const database = `baton_bench_${Date.now()}_${randomBytes(4).toString('hex')}`;
-  const dropDatabase = async (): Promise<void> => {
-    // FORCE ends any connection a failed run left behind; it only ever names our own database.
-    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
-    await admin.end();
-  };
+  await admin.end();
+  const scratch = await createScratchDatabase(serverUrl, 'baton_bench');
   try {
-    await admin.query(`CREATE DATABASE "${database}"`);
-    const url = new URL(serverUrl);
-    url.pathname = `/${database}`;
-    const store = await openStore({ kind: 'postgres', url: url.toString() });
-    return { store, label: `postgres (${redact(url.toString())})`, cleanup: () => store.close().finally(dropDatabase) };
+    const store = await openStore({ kind: 'postgres', url: scratch.url });
+    return { store, label: `postgres (${redact(scratch.url)})`, cleanup: () => store.close().finally(() => scratch.drop()) };
   } catch (error) {
-    await dropDatabase().catch(() => {});
+    await scratch.drop().catch(() => {});
     throw error;
   }
 }

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import { inject } from 'vitest';
 import { MemoryStore, type Store } from '@baton/core';
 import { openStore } from '../../server/src/store/open-store';
 import { migrate } from '../../server/src/store/sql/migrate';
 import { PgliteDriver } from '../../server/src/store/sql/pglite-driver';
+import { createScratchDatabase, type ScratchDatabase } from '../../server/src/store/sql/scratch-database';
 import { SqlStore } from '../../server/src/store/sql/sql-store';
 
 /**
@@ -23,34 +22,13 @@ export function postgresUrl(): string | undefined {
   return process.env.DATABASE_URL || inject('postgresUrl') || undefined;
 }
 
-export interface TestDatabase {
-  url: string;
-  drop(): Promise<void>;
-}
+export type TestDatabase = ScratchDatabase;
 
 /** A fresh, uniquely named database on the PostgreSQL server of postgresUrl(). */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = postgresUrl();
   if (!serverUrl) throw new Error('createTestDatabase: no PostgreSQL (set DATABASE_URL, or let the global setup start a container)');
-  const name = `baton_test_${randomUUID().replaceAll('-', '')}`;
-  await onServer(serverUrl, `CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    // FORCE: a test that failed half-way may have left connections open.
-    drop: () => onServer(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  };
-}
-
-async function onServer(url: string, statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
+  return createScratchDatabase(serverUrl, 'baton_test');
 }
 
 export interface OpenedStore {
