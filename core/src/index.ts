@@ -7,6 +7,7 @@ export * from './random';
 export * from './time';
 export * from './money';
 export * from './canonical-json';
+export * from './planted-bugs';
 export * from './context';
 export * from './store/repositories';
 export * from './store/store';

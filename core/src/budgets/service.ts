@@ -3,6 +3,7 @@ import type { OpContext } from '../context';
 import { BatonError, conflict, notFound } from '../errors';
 import { eventTypes } from '../events/model';
 import { parseMinor } from '../money';
+import { plantedBugs } from '../planted-bugs';
 import type { BudgetCreateBody, BudgetView, EntryReply, ReserveBody, ReservationView, SettleBody, VoidBody } from '../schemas/budgets';
 import type { Page } from '../store/repositories';
 import type { Tx } from '../store/store';
@@ -143,6 +144,11 @@ export async function voidReservation(ctx: OpContext, budgetId: string, body: Vo
   });
 }
 
+/** Only reached with the planted bug 'settle-ignores-work-key': a second entry needs its own key. */
+function entryIdSuffix(ctx: OpContext): string {
+  return ctx.random.uuid().slice(0, 8);
+}
+
 type EntryEffect = (b: Budget, r: Reservation) => { budget: Budget; reservation: Reservation; amountMinor: bigint };
 
 /**
@@ -164,7 +170,7 @@ async function applyEntry(
   if (!reservation || reservation.budgetId !== budgetId) throw notFound('reservation');
 
   const prior = await ctx.tx.budgetEntries.getByWorkKey(ctx.spaceId, budgetId, workKey);
-  if (prior) {
+  if (prior && !plantedBugs.has('settle-ignores-work-key')) {
     const same = prior.kind === kind && prior.reservationId === reservationId && (requestedMinor === undefined || prior.amountMinor === requestedMinor);
     if (!same) throw conflict(`workKey ${workKey} was already used for a ${prior.kind} of ${prior.amountMinor} on reservation ${prior.reservationId}`);
     return { entry: entryView(prior), replay: true, reservation: reservationView(reservation), budget: await loadView(ctx.tx, budget) };
@@ -179,7 +185,7 @@ async function applyEntry(
     reservationId,
     kind,
     amountMinor: next.amountMinor,
-    workKey,
+    workKey: prior ? `${workKey}#${entryIdSuffix(ctx)}` : workKey,
     createdAt: ctx.nowMs,
   };
   await ctx.tx.budgets.update(next.budget);

@@ -1,4 +1,5 @@
 import type { EventView } from '../schemas/events';
+import { plantedBugs } from '../planted-bugs';
 import type { Tx } from '../store/store';
 import { isoFromMs } from '../time';
 import type { JournalEvent } from './model';
@@ -20,6 +21,7 @@ export function eventView(e: JournalEvent): EventView {
  */
 export async function readEvents(tx: Tx, spaceId: string, cursor: string | undefined, limit: number): Promise<{ items: EventView[]; nextCursor: string }> {
   const after = cursor ?? '0';
-  const events = await tx.events.listAfter(spaceId, after, limit);
-  return { items: events.map(eventView), nextCursor: events.at(-1)?.eventId ?? after };
+  const listed = await tx.events.listAfter(spaceId, after, limit);
+  const events = plantedBugs.has('journal-drops-event') ? listed.filter((_e, i) => i !== 1) : listed;
+  return { items: events.map(eventView), nextCursor: listed.at(-1)?.eventId ?? after };
 }

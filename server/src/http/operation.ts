@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { BatonError, canonicalJson, type OpContext, type Tx } from '@baton/core';
+import { BatonError, canonicalJson, plantedBugs, type OpContext, type Tx } from '@baton/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, type ErrorBody } from './error-handler';
 import { errorTable } from './error-status';
@@ -68,7 +68,7 @@ async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: strin
   if (!(await tx.idempotency.tryLock(spaceId, key))) {
     throw new BatonError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still in flight; retry after it finishes');
   }
-  const record = await tx.idempotency.get(spaceId, key);
+  const record = plantedBugs.has('idempotency-applies-twice') ? undefined : await tx.idempotency.get(spaceId, key);
   if (!record || record.createdAt <= nowMs - replayWindowMs) return undefined;
   if (record.fingerprint !== fingerprint) {
     throw new BatonError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another method, path or body');

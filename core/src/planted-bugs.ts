@@ -1,0 +1,18 @@
+/**
+ * Known bugs that the simulator's own tests plant, one at a time, to show that its checkers
+ * catch them (a checker never shown to fail proves nothing). Empty in every real process:
+ * only sim/src/planted-bugs.test.ts adds to it.
+ */
+export const plantableBugs = [
+  /** settle moves funds to settled but forgets to take them from reserved (and skips the assert). */
+  'settle-skips-reserved-update',
+  /** settle ignores a repeated workKey and applies the entry again. */
+  'settle-ignores-work-key',
+  /** the idempotency layer never finds the stored reply, so a retried request applies twice. */
+  'idempotency-applies-twice',
+  /** the journal reader drops the second event of every page. */
+  'journal-drops-event',
+] as const;
+export type PlantedBug = (typeof plantableBugs)[number];
+
+export const plantedBugs = new Set<PlantedBug>();

@@ -1,0 +1,4 @@
+/** What other packages (the simulator, tests, benchmarks) use of the server. */
+export { createBaton, clockFor, type Baton, type BatonOptions } from './host/baton';
+export { openStore, type StoreConfig } from './store/open-store';
+export { createScratchDatabase, type ScratchDatabase } from './store/sql/scratch-database';

@@ -1,0 +1,77 @@
+import type { Store } from '@baton/core';
+import { createBaton, type Baton } from '@baton/server';
+import type { SimRandom } from './rng';
+import type { Scheduler } from './scheduler';
+
+export const adminToken = 'sim-admin-token';
+
+export interface HttpRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  body?: unknown;
+}
+
+export interface HttpReply {
+  statusCode: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: any;
+}
+
+/**
+ * The real server (routes, auth, validation, idempotency, core, store) on the simulated clock.
+ * A restart throws the Fastify app and everything in it away and builds a new one on the same
+ * store: what survives is exactly what was committed.
+ */
+export class ServerHost {
+  private baton: Baton | undefined;
+  private generation = 0;
+  /** Until this time the server refuses connections (drained, restarting). */
+  private downUntilMs = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly scheduler: Scheduler,
+    private readonly rng: SimRandom,
+  ) {}
+
+  async start(): Promise<void> {
+    this.generation++;
+    this.baton = await createBaton({ store: this.store, clock: this.scheduler.clock, random: this.rng.fork(`server-${this.generation}`), adminToken });
+  }
+
+  isUp(): boolean {
+    return this.baton !== undefined && this.scheduler.now() >= this.downUntilMs;
+  }
+
+  /** Loses all in-memory state at once, as a crash does. */
+  async restart(): Promise<void> {
+    const old = this.baton;
+    this.baton = undefined;
+    await old?.drainAndClose();
+    await this.start();
+  }
+
+  /** SIGTERM: stop taking requests for `downMs`, then come back as a new process. */
+  async drainAndRestart(downMs: number): Promise<void> {
+    this.downUntilMs = this.scheduler.now() + downMs;
+    await this.restart();
+  }
+
+  /** Handles one request to completion; undefined when the connection is refused. */
+  async handle(request: HttpRequest): Promise<HttpReply | undefined> {
+    if (!this.isUp()) return undefined;
+    const res = await this.baton!.app.inject({
+      method: request.method,
+      url: request.path,
+      headers: request.headers,
+      ...(request.body === undefined ? {} : { payload: request.body as object }),
+    });
+    return { statusCode: res.statusCode, headers: res.headers, body: res.body ? JSON.parse(res.body) : undefined };
+  }
+
+  /** The background sweep's work, run as a scheduled step so it stays deterministic. */
+  async runDueWork(): Promise<void> {
+    if (this.isUp()) await this.baton!.deps.runDueWork();
+  }
+}

@@ -1,0 +1,181 @@
+import type { Store } from '@baton/core';
+import { openStore, createScratchDatabase } from '@baton/server';
+import { Janitor } from './agents/janitor';
+import { Spender } from './agents/spender';
+import { Watcher } from './agents/watcher';
+import { checkFinal, checkStep } from './checker';
+import type { Phase, SimContext } from './context';
+import { drawFaults, noFaults, type Faults } from './faults';
+import { Ledger } from './ledger';
+import { Network } from './network';
+import { SimRandom } from './rng';
+import { Scheduler } from './scheduler';
+import { adminToken, ServerHost, type HttpReply } from './server-host';
+import { Trace } from './trace';
+
+export type StoreKind = 'memory' | 'pglite' | 'pg';
+
+export interface SimConfig {
+  seed: number;
+  /** Spending agents (a janitor and a journal watcher run besides them). */
+  agents: number;
+  /** Scheduler steps in the safety phase. */
+  steps: number;
+  /** The faults of the run; drawn from the seed when absent (swarm testing). */
+  faults?: Faults;
+  store: StoreKind;
+  /** Print the trace as it happens. */
+  trace?: boolean;
+}
+
+export interface SimResult {
+  config: SimConfig & { faults: Faults };
+  violations: string[];
+  traceHash: string;
+  steps: number;
+  requests: number;
+  simulatedMs: number;
+  wallMs: number;
+}
+
+/** 2026-01-01T00:00:00Z: every run starts its simulated clock here. */
+const startMs = Date.UTC(2026, 0, 1);
+/** Simulated time after the safety phase for outstanding work to finish (settleBy + skew + grace). */
+const livenessMs = 120_000;
+const tickMs = 1_000;
+
+/** Runs one seeded simulation to the end and reports what the checkers found. */
+export async function simulate(config: SimConfig): Promise<SimResult> {
+  const wallStart = performance.now();
+  const rng = new SimRandom(String(config.seed));
+  const faults = config.faults ?? drawFaults(rng.fork('faults'));
+  const scheduler = new Scheduler(startMs);
+  const trace = new Trace(false, config.trace ?? false);
+  const { store, close } = await openSimStore(config.store);
+  const ledger = new Ledger();
+  try {
+    const server = new ServerHost(store, scheduler, rng.fork('server'));
+    await server.start();
+    const tenant = await setUpTenant(server, rng);
+    let phase: Phase = 'safety';
+    const sim: SimContext = {
+      scheduler,
+      rng: rng.fork('agents'),
+      ledger,
+      trace,
+      network: undefined as unknown as Network,
+      faults: () => (phase === 'safety' ? faults : noFaults),
+      auth: () => tenant,
+      budgetIds: tenant.budgetIds,
+      get phase() {
+        return phase;
+      },
+    };
+    sim.network = new Network(scheduler, rng.fork('network'), sim.faults, server, trace);
+    const watcher = new Watcher('watcher', sim);
+    const agents = [...Array.from({ length: config.agents }, (_, i) => new Spender(`agent${i}`, sim)), new Janitor('janitor', sim), watcher];
+    for (const agent of agents) agent.start();
+    scheduleServerFaults(scheduler, server, rng.fork('server-faults'), sim, trace);
+
+    const checkEvery = config.store === 'memory' ? 1 : 25;
+    while (scheduler.steps < config.steps && ledger.violations.length === 0) {
+      await scheduler.step();
+      if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await checkStep(store, tenant.spaceId, tenant.budgetIds)));
+    }
+    phase = 'liveness';
+    trace.add(scheduler.now(), 'liveness phase: faults off');
+    if (!server.isUp()) await server.restart();
+    const livenessEndMs = scheduler.now() + livenessMs;
+    while (ledger.violations.length === 0 && (scheduler.nextAtMs() ?? Infinity) <= livenessEndMs) await scheduler.step();
+    phase = 'done';
+    while ((await drive(scheduler, watcher.readPage())) > 0);
+    if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen)));
+    return {
+      config: { ...config, faults },
+      violations: ledger.violations,
+      traceHash: trace.digest(),
+      steps: scheduler.steps,
+      requests: sim.network.requests,
+      simulatedMs: scheduler.now() - startMs,
+      wallMs: performance.now() - wallStart,
+    };
+  } finally {
+    await close();
+  }
+}
+
+/**
+ * Restarts and drains happen on the server's tick, with the background sweep. During liveness
+ * the tick keeps sweeping but no longer injures the server.
+ */
+function scheduleServerFaults(scheduler: Scheduler, server: ServerHost, rng: SimRandom, sim: SimContext, trace: Trace): void {
+  const tick = async (): Promise<void> => {
+    if (sim.phase === 'done') return;
+    await server.runDueWork();
+    if (rng.chance(sim.faults().restart)) {
+      trace.add(scheduler.now(), 'server restart');
+      await server.restart();
+    } else if (rng.chance(sim.faults().drain)) {
+      const downMs = rng.int(200, 3_000);
+      trace.add(scheduler.now(), `server drain, down ${downMs} ms`);
+      await server.drainAndRestart(downMs);
+    }
+    scheduler.after(tickMs, 'tick', tick);
+  };
+  scheduler.after(tickMs, 'tick', tick);
+}
+
+interface Tenant {
+  spaceId: string;
+  key: string;
+  budgetIds: string[];
+}
+
+/** The operator's set-up, straight to the server: it is not what the run tests. */
+async function setUpTenant(server: ServerHost, rng: SimRandom): Promise<Tenant> {
+  const admin = async (path: string, body: unknown): Promise<any> => must(await server.handle({ method: 'POST', path: `/admin/v1${path}`, headers: { authorization: `Bearer ${adminToken}` }, body }));
+  const org = await admin('/orgs', { name: 'sim', plan: 'SCALE' });
+  const space = await admin(`/orgs/${org.id}/spaces`, { name: 'sim' });
+  const key = await admin(`/orgs/${org.id}/keys`, { name: 'agents' });
+  const budgetIds: string[] = [];
+  for (let i = 0, n = rng.int(1, 3); i < n; i++) {
+    const budget = must(
+      await server.handle({
+        method: 'POST',
+        path: `/v1/spaces/${space.id}/budgets`,
+        headers: { authorization: `Bearer ${key.secret}`, 'idempotency-key': `setup-${i}` },
+        body: { name: `budget${i}`, currency: 'USD', scale: 2, limitMinor: String(rng.int(500, 20_000)) },
+      }),
+    );
+    budgetIds.push(budget.id);
+  }
+  return { spaceId: space.id, key: key.secret, budgetIds };
+}
+
+/** Steps the scheduler until `work` settles: driving a call made from outside any agent. */
+async function drive<T>(scheduler: Scheduler, work: Promise<T>): Promise<T> {
+  let settled = false;
+  const result = work.finally(() => (settled = true));
+  while (!settled) if (!(await scheduler.step())) throw new Error('simulation stalled: nothing left to run');
+  return result;
+}
+
+function must(reply: HttpReply | undefined): any {
+  if (!reply || reply.statusCode >= 300) throw new Error(`simulation set-up failed: ${JSON.stringify(reply)}`);
+  return reply.body;
+}
+
+async function openSimStore(kind: StoreKind): Promise<{ store: Store; close(): Promise<void> }> {
+  if (kind === 'memory') {
+    const store = await openStore({ kind: 'memory' });
+    return { store, close: () => store.close() };
+  }
+  if (kind === 'pglite') {
+    const store = await openStore({ kind: 'pglite' });
+    return { store, close: () => store.close() };
+  }
+  const serverUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+  const scratch = await createScratchDatabase(serverUrl, 'baton_test');
+  const store = await openStore({ kind: 'postgres', url: scratch.url });
+  return { store, close: () => store.close().finally(() => scratch.drop()) };
+}
