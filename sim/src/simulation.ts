@@ -48,7 +48,10 @@ const tickMs = 1_000;
 export async function simulate(config: SimConfig): Promise<SimResult> {
   const wallStart = performance.now();
   const rng = new SimRandom(String(config.seed));
-  const faults = config.faults ?? drawFaults(rng.fork('faults'));
+  // Drawn even when the config fixes the faults, so the other streams are the same either way
+  // and a replay with the printed --faults reproduces the run exactly.
+  const drawn = drawFaults(rng.fork('faults'));
+  const faults = config.faults ?? drawn;
   const scheduler = new Scheduler(startMs);
   const trace = new Trace(false, config.trace ?? false);
   const { store, close } = await openSimStore(config.store);
@@ -88,6 +91,9 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const livenessEndMs = scheduler.now() + livenessMs;
     while (ledger.violations.length === 0 && (scheduler.nextAtMs() ?? Infinity) <= livenessEndMs) await scheduler.step();
     phase = 'done';
+    // Let calls still on the wire finish (agents start nothing new once done), then catch up.
+    const drainEndMs = scheduler.now() + 10_000;
+    while ((scheduler.nextAtMs() ?? Infinity) <= drainEndMs) await scheduler.step();
     while ((await drive(scheduler, watcher.readPage())) > 0);
     if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen)));
     return {

@@ -51,11 +51,12 @@ export class Spender extends Agent {
     const body = { scopeId, holder: this.name, amountMinor: amountMinor.toString(), settleBy };
     let reply = await this.call(current, 'POST', `/budgets/${budgetId}/reserve`, { body, idempotencyKey: key });
     if (reply.statusCode === 201 && this.rng.chance(0.1)) {
+      // A repeat of an answered request: it must replay the same reservation.
       this.sim.ledger.ackReserve(key, reply.body.id);
       reply = await this.call(current, 'POST', `/budgets/${budgetId}/reserve`, { body, idempotencyKey: key });
     }
     if (reply.statusCode === 409 && reply.body.error.code === 'INSUFFICIENT_BUDGET') return undefined;
-    this.expect(reply, 201, 'reserve');
+    if (!this.expect(reply, 201, 'reserve')) return undefined;
     this.sim.ledger.ackReserve(key, reply.body.id);
     return reply.body;
   }
@@ -72,7 +73,7 @@ export class Spender extends Agent {
     }
     if (reply.statusCode === 409 && reply.body.error.code === 'INSUFFICIENT_BUDGET') return this.void(current, budgetId, reservationId).then(() => false);
     if (reply.statusCode === 409 && reply.body.error.code === 'CONFLICT') return false; // closed meanwhile (the janitor)
-    this.expect(reply, 200, 'settle');
+    if (!this.expect(reply, 200, 'settle')) return false;
     this.ackEntry(budgetId, workKey, reply);
     return reply.body.reservation.state === 'ACTIVE';
   }
@@ -82,7 +83,7 @@ export class Spender extends Agent {
     this.sim.ledger.requestEntry(budgetId, workKey, { agent: this.name, session: this.sessionName, kind: 'VOID', reservationId });
     const reply = await this.call(current, 'POST', `/budgets/${budgetId}/void`, { body: { reservationId, workKey } });
     if (reply.statusCode === 409 && reply.body.error.code === 'CONFLICT') return;
-    this.expect(reply, 200, 'void');
+    if (!this.expect(reply, 200, 'void')) return;
     this.ackEntry(budgetId, workKey, reply);
   }
 
@@ -92,7 +93,10 @@ export class Spender extends Agent {
     this.sim.ledger.observeState(reservation.id, reservation.state);
   }
 
-  private expect(reply: HttpReply, status: number, what: string): void {
-    if (reply.statusCode !== status) this.sim.ledger.violation(`${this.name}: ${what} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
+  /** An answer no careful client expects is a violation; the agent then drops the operation. */
+  private expect(reply: HttpReply, status: number, what: string): boolean {
+    if (reply.statusCode === status) return true;
+    this.sim.ledger.violation(`${this.name}: ${what} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
+    return false;
   }
 }
