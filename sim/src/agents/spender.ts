@@ -66,10 +66,13 @@ export class Spender extends Agent {
     const workKey = this.nextKey('s');
     this.sim.ledger.requestEntry(budgetId, workKey, { agent: this.name, session: this.sessionName, kind: 'SETTLE', reservationId, amountMinor });
     const body = { reservationId, amountMinor: amountMinor.toString(), workKey };
-    let reply = await this.call(current, 'POST', `/budgets/${budgetId}/settle`, { body });
+    // The Idempotency-Key keeps a refused settle refused: workKey dedups only applied entries, so
+    // without it a delayed first attempt could still apply after its retry was refused.
+    const idempotencyKey = `k.${workKey}`;
+    let reply = await this.call(current, 'POST', `/budgets/${budgetId}/settle`, { body, idempotencyKey });
     if (reply.statusCode === 200 && this.rng.chance(0.15)) {
       this.ackEntry(budgetId, workKey, reply);
-      reply = await this.call(current, 'POST', `/budgets/${budgetId}/settle`, { body }); // a repeat must replay
+      reply = await this.call(current, 'POST', `/budgets/${budgetId}/settle`, { body }); // a repeat by workKey alone must replay
     }
     if (reply.statusCode === 409 && reply.body.error.code === 'INSUFFICIENT_BUDGET') return this.void(current, budgetId, reservationId).then(() => false);
     if (reply.statusCode === 409 && reply.body.error.code === 'CONFLICT') return false; // closed meanwhile (the janitor)
@@ -81,7 +84,7 @@ export class Spender extends Agent {
   private async void(current: Current, budgetId: string, reservationId: string): Promise<void> {
     const workKey = this.nextKey('v');
     this.sim.ledger.requestEntry(budgetId, workKey, { agent: this.name, session: this.sessionName, kind: 'VOID', reservationId });
-    const reply = await this.call(current, 'POST', `/budgets/${budgetId}/void`, { body: { reservationId, workKey } });
+    const reply = await this.call(current, 'POST', `/budgets/${budgetId}/void`, { body: { reservationId, workKey }, idempotencyKey: `k.${workKey}` });
     if (reply.statusCode === 409 && reply.body.error.code === 'CONFLICT') return;
     if (!this.expect(reply, 200, 'void')) return;
     this.ackEntry(budgetId, workKey, reply);
