@@ -12,6 +12,8 @@ export * from './context';
 export * from './store/repositories';
 export * from './store/store';
 export * from './store/memory/memory-store';
+export * from './store/notifying-store';
+export * from './notifier';
 export * from './tenancy/model';
 export * from './tenancy/plans';
 export * as tenancy from './tenancy/service';

@@ -1,4 +1,4 @@
-import { ManualClock, SystemClock, type Clock, type Random, type Store } from '@baton/core';
+import { LocalNotifier, ManualClock, NotifyingStore, SystemClock, type Clock, type Random, type Store } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
@@ -34,9 +34,13 @@ export interface BatonOptions {
 export async function createBaton(options: BatonOptions): Promise<Baton> {
   const random = options.random ?? cryptoRandom;
   const drain = new DrainController();
-  const background = new BackgroundWork(options.store, options.clock, options.logger, options.backgroundIntervalMs);
+  const notifier = new LocalNotifier(options.clock);
+  // Every commit wakes the long polls waiting on what it changed (core/src/notifier.ts).
+  const store = new NotifyingStore(options.store, notifier);
+  const background = new BackgroundWork(store, options.clock, options.logger, options.backgroundIntervalMs);
   const deps: AppDeps = {
-    store: options.store,
+    store,
+    notifier,
     clock: options.clock,
     manualClock: options.clock instanceof ManualClock ? options.clock : undefined,
     random,
@@ -44,7 +48,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     adminToken: options.adminToken,
     runDueWork: () => background.runDue(),
   };
-  const devCredentials = options.bootstrap ? await bootstrapDev(options.store, options.clock.now(), random) : undefined;
+  const devCredentials = options.bootstrap ? await bootstrapDev(store, options.clock.now(), random) : undefined;
   const app = await buildApp(deps, options.logger ?? false);
   let closing: Promise<void> | undefined;
   const drainAndClose = (): Promise<void> =>

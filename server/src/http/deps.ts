@@ -1,4 +1,4 @@
-import type { Clock, ManualClock, Random, Store } from '@baton/core';
+import type { Clock, ManualClock, Notifier, Random, Store } from '@baton/core';
 
 /** Draining state shared by readiness and (later) every long poll. */
 export interface Drain {
@@ -10,6 +10,8 @@ export interface Drain {
 /** What the HTTP layer is built from: every seam injected, nothing global. */
 export interface AppDeps {
   store: Store;
+  /** Wakes long polls after commits; the store above notifies it. */
+  notifier: Notifier;
   clock: Clock;
   /** Set when the server runs on a manual clock (BATON_CLOCK=manual): the admin clock endpoint moves it. */
   manualClock?: ManualClock;

@@ -1,0 +1,55 @@
+import type { Clock } from './clock/clock';
+
+/**
+ * Wakes long polls (barrier and waiter views, later recv, admit and watch) when something they
+ * wait for commits. Topics are `${aggregateType}:${aggregateId}`, one per event appended, so
+ * whatever emits an event wakes whoever waits on its aggregate. In-process here; a PostgreSQL
+ * LISTEN/NOTIFY notifier will carry the same topics across servers.
+ */
+export interface Notifier {
+  notify(topic: string): void;
+  /**
+   * Resolves when `topic` is notified, when `maxWaitMs` have passed on the clock, or when
+   * `signal` aborts (the server drains), whichever comes first. Callers re-read state after.
+   */
+  wait(topic: string, maxWaitMs: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const topicOf = (aggregateType: string, aggregateId: string): string => `${aggregateType}:${aggregateId}`;
+
+export class LocalNotifier implements Notifier {
+  private readonly waiters = new Map<string, Set<() => void>>();
+
+  constructor(private readonly clock: Clock) {}
+
+  notify(topic: string): void {
+    const set = this.waiters.get(topic);
+    if (!set) return;
+    this.waiters.delete(topic);
+    for (const wake of set) wake();
+  }
+
+  wait(topic: string, maxWaitMs: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted || maxWaitMs <= 0) return resolve();
+      let set = this.waiters.get(topic);
+      if (!set) this.waiters.set(topic, (set = new Set()));
+      const done = (): void => {
+        cancel();
+        signal?.removeEventListener('abort', done);
+        this.waiters.get(topic)?.delete(done);
+        resolve();
+      };
+      set.add(done);
+      const cancel = this.clock.schedule(maxWaitMs, done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Waits currently parked, for tests and metrics. */
+  get parked(): number {
+    let n = 0;
+    for (const set of this.waiters.values()) n += set.size;
+    return n;
+  }
+}

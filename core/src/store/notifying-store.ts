@@ -1,0 +1,45 @@
+import { topicOf, type Notifier } from '../notifier';
+import type { Store, Tx } from './store';
+
+/**
+ * A store that, once a transaction commits, notifies the topic of every aggregate it appended
+ * an event for. Every state change appends an event, so every commit that changes something a
+ * long poll waits on wakes it, without each operation having to remember to.
+ */
+export class NotifyingStore implements Store {
+  constructor(
+    private readonly inner: Store,
+    private readonly notifier: Notifier,
+  ) {}
+
+  get kind(): Store['kind'] {
+    return this.inner.kind;
+  }
+
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    const topics = new Set<string>();
+    const result = await this.inner.transaction((tx) =>
+      work({
+        ...tx,
+        events: {
+          ...tx.events,
+          append: async (spaceId, occurredAt, events) => {
+            await tx.events.append(spaceId, occurredAt, events);
+            for (const e of events) topics.add(topicOf(e.aggregateType, e.aggregateId));
+          },
+          listAfter: (spaceId, after, limit) => tx.events.listAfter(spaceId, after, limit),
+        },
+      }),
+    );
+    for (const topic of topics) this.notifier.notify(topic);
+    return result;
+  }
+
+  read<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.inner.read(work);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
