@@ -12,6 +12,10 @@ export const plantableBugs = [
   'idempotency-applies-twice',
   /** the journal reader drops the second event of every page. */
   'journal-drops-event',
+  /** serving an allowance's line skips a head that does not fit and grants those behind it. */
+  'allowance-skips-blocked-head',
+  /** arrive counts an arrivalKey again that was already counted in the epoch (barriers). */
+  'barrier-counts-repeat-arrival',
 ] as const;
 export type PlantedBug = (typeof plantableBugs)[number];
 

@@ -1,6 +1,7 @@
 import type { JournalEvent, Store } from '@baton/core';
 import type { Ledger } from './ledger';
 import type { SeenEvent } from './agents/watcher';
+import { checkAllowances } from './checks/allowances';
 
 /**
  * The invariants, checked against the store itself (the oracle) and against what clients were
@@ -52,6 +53,7 @@ export async function checkFinal(store: Store, spaceId: string, budgetIds: strin
   const entries = checkEntries(journal, ledger, problems);
   await checkBalances(store, spaceId, budgetIds, entries, problems);
   checkWatcher(journal, watched, problems);
+  checkAllowances(journal, problems);
   return problems;
 }
 

@@ -18,5 +18,6 @@ export interface SimContext {
   faults(): Faults;
   auth(): { spaceId: string; key: string };
   budgetIds: string[];
+  allowanceIds: string[];
   phase: Phase;
 }

@@ -62,8 +62,13 @@ export class Network {
         }
         this.scheduler.after(this.latency(), 'reply', () => finish(() => resolve(reply)));
       };
-      this.scheduler.after(this.latency(), 'deliver', () => deliver(false));
-      if (this.rng.chance(this.faults().duplicate)) this.scheduler.after(this.latency() * 2, 'duplicate', () => deliver(true));
+      // A long poll parks on the server until the clock moves or another request commits, and
+      // both happen only in later steps: its step must not wait for it. Everything else is
+      // handled to completion within its step.
+      const longPoll = /[?&]waitMs=[1-9]/.test(request.path);
+      const start = (copy: boolean) => (longPoll ? void deliver(copy) : deliver(copy));
+      this.scheduler.after(this.latency(), 'deliver', () => start(false));
+      if (this.rng.chance(this.faults().duplicate)) this.scheduler.after(this.latency() * 2, 'duplicate', () => start(true));
     });
   }
 

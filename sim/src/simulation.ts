@@ -1,6 +1,8 @@
 import type { Store } from '@baton/core';
 import { openStore, createScratchDatabase } from '@baton/server';
 import { Janitor } from './agents/janitor';
+import { BarrierWorkload } from './barriers';
+import { QuotaAgent } from './agents/quota-agent';
 import { Spender } from './agents/spender';
 import { Watcher } from './agents/watcher';
 import { checkFinal, checkStep } from './checker';
@@ -17,7 +19,7 @@ export type StoreKind = 'memory' | 'pglite' | 'pg';
 
 export interface SimConfig {
   seed: number;
-  /** Spending agents (a janitor and a journal watcher run besides them). */
+  /** Working agents: about two in three spend budgets, the rest share quotas (a janitor and a journal watcher run besides them). */
   agents: number;
   /** Scheduler steps in the safety phase. */
   steps: number;
@@ -70,20 +72,25 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       faults: () => (phase === 'safety' ? faults : noFaults),
       auth: () => tenant,
       budgetIds: tenant.budgetIds,
+      allowanceIds: tenant.allowanceIds,
       get phase() {
         return phase;
       },
     };
     sim.network = new Network(scheduler, rng.fork('network'), sim.faults, server, trace);
+    const barriers = await BarrierWorkload.setUp(server, sim, rng.fork('barriers'));
     const watcher = new Watcher('watcher', sim);
-    const agents = [...Array.from({ length: config.agents }, (_, i) => new Spender(`agent${i}`, sim)), new Janitor('janitor', sim), watcher];
+    const workers = Array.from({ length: config.agents }, (_, i) => (i % 3 === 2 ? new QuotaAgent(`quota${i}`, sim) : new Spender(`agent${i}`, sim)));
+    const agents = [...workers, new Janitor('janitor', sim), watcher];
     for (const agent of agents) agent.start();
+    for (const agent of barriers.agents()) agent.start();
     scheduleServerFaults(scheduler, server, rng.fork('server-faults'), sim, trace);
 
     const checkEvery = config.store === 'memory' ? 1 : 25;
     while (scheduler.steps < config.steps && ledger.violations.length === 0) {
       await scheduler.step();
       if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await checkStep(store, tenant.spaceId, tenant.budgetIds)));
+      if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await barriers.checkStep(store)));
     }
     phase = 'liveness';
     trace.add(scheduler.now(), 'liveness phase: faults off');
@@ -96,6 +103,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     while ((scheduler.nextAtMs() ?? Infinity) <= drainEndMs) await scheduler.step();
     while ((await drive(scheduler, watcher.readPage())) > 0);
     if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen)));
+    if (ledger.violations.length === 0) ledger.violations.push(...(await barriers.checkFinal(store)));
     return {
       config: { ...config, faults },
       violations: ledger.violations,
@@ -135,6 +143,7 @@ interface Tenant {
   spaceId: string;
   key: string;
   budgetIds: string[];
+  allowanceIds: string[];
 }
 
 /** The operator's set-up, straight to the server: it is not what the run tests. */
@@ -155,7 +164,19 @@ async function setUpTenant(server: ServerHost, rng: SimRandom): Promise<Tenant> 
     );
     budgetIds.push(budget.id);
   }
-  return { spaceId: space.id, key: key.secret, budgetIds };
+  const allowanceIds: string[] = [];
+  for (let i = 0, n = rng.int(1, 2); i < n; i++) {
+    const allowance = must(
+      await server.handle({
+        method: 'POST',
+        path: `/v1/spaces/${space.id}/allowances`,
+        headers: { authorization: `Bearer ${key.secret}`, 'idempotency-key': `setup-allowance-${i}` },
+        body: { name: `quota${i}`, unitsLimit: rng.int(6, 30), windowSeconds: rng.int(1, 10) },
+      }),
+    );
+    allowanceIds.push(allowance.id);
+  }
+  return { spaceId: space.id, key: key.secret, budgetIds, allowanceIds };
 }
 
 /** Steps the scheduler until `work` settles: driving a call made from outside any agent. */

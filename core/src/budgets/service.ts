@@ -3,6 +3,7 @@ import type { OpContext } from '../context';
 import { BatonError, conflict, notFound } from '../errors';
 import { eventTypes } from '../events/model';
 import { parseMinor } from '../money';
+import { decodeNameCursor, encodeNameCursor } from '../paging';
 import { plantedBugs } from '../planted-bugs';
 import type { BudgetCreateBody, BudgetView, EntryReply, ReserveBody, ReservationView, SettleBody, VoidBody } from '../schemas/budgets';
 import type { Page } from '../store/repositories';
@@ -79,13 +80,6 @@ export async function listBudgets(tx: Tx, spaceId: string, cursor: string | unde
   const items = await Promise.all(page.map((b) => loadView(tx, b)));
   const last = page.at(-1);
   return { items, nextCursor: rows.length > limit && last ? encodeNameCursor(last.name) : null };
-}
-
-const encodeNameCursor = (name: string): string => Buffer.from(name, 'utf8').toString('base64url');
-function decodeNameCursor(cursor: string): string {
-  const name = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (name.length === 0 || name.includes('\u0000') || encodeNameCursor(name) !== cursor) throw new BatonError('VALIDATION_FAILED', 'cursor: not a cursor this list returned', [{ path: 'cursor', message: 'not a cursor this list returned' }]);
-  return name;
 }
 
 async function loadView(tx: Tx, budget: Budget): Promise<BudgetView> {

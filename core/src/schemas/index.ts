@@ -1,4 +1,7 @@
 export * from './common';
 export * from './budgets';
+export * from './barriers';
+export * from './pools';
 export * from './events';
 export * from './admin';
+export * from './allowances';

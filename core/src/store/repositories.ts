@@ -1,5 +1,8 @@
+import type { Barrier, BarrierArrival, BarrierListPosition, BarrierState } from '../barriers/model';
 import type { Budget, BudgetEntry, Reservation } from '../budgets/model';
+import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from './allowance-repositories';
 import type { JournalEvent, NewEvent } from '../events/model';
+import type { Pool, WorkLimit } from '../pools/model';
 import type { ApiKey, Org, Space } from '../tenancy/model';
 
 /**
@@ -97,13 +100,57 @@ export interface IdempotencyRepository {
   put(record: IdempotencyRecord): Promise<void>;
 }
 
+/**
+ * Pools and work limits: named counts of units in use under a fixed limit. A claim and a
+ * release are each one atomic step (one statement in SQL), so concurrent admissions can never
+ * push inUse past the limit or below 0, and no lock is held between statements. Who holds how
+ * many units (grant rows, for renew and lease expiry) arrives with admission.
+ */
+export interface CapacityRepository<T> {
+  /** False, writing nothing, when the space already has one of that name (a concurrent create won). */
+  insert(row: T): Promise<boolean>;
+  get(spaceId: string, id: string): Promise<T | undefined>;
+  /** Requirements name pools and work limits; submit and admission resolve them here. */
+  getByName(spaceId: string, name: string): Promise<T | undefined>;
+  /** Ordered by name; `afterName` is exclusive. */
+  list(spaceId: string, afterName: string | null, limit: number): Promise<T[]>;
+  /** Adds `units` to inUse when they fit under the limit: the updated row, else undefined (also for an unknown id). */
+  claim(spaceId: string, id: string, units: number, nowMs: number): Promise<T | undefined>;
+  /** Takes `units` off inUse: the updated row. More than is in use, or an unknown id, is a bug (InvariantViolation). */
+  release(spaceId: string, id: string, units: number, nowMs: number): Promise<T>;
+}
+
+export type PoolRepository = CapacityRepository<Pool>;
+export type WorkLimitRepository = CapacityRepository<WorkLimit>;
+
+/** Barriers and their arrivals (core/src/barriers). */
+export interface BarrierRepository {
+  insert(barrier: Barrier): Promise<void>;
+  get(spaceId: string, id: string, options?: LockOptions): Promise<Barrier | undefined>;
+  /** Barriers in (createdAt, id) order after `after` (exclusive), in any of `states` (any state when null). */
+  list(spaceId: string, states: readonly BarrierState[] | null, after: BarrierListPosition | null, limit: number): Promise<Barrier[]>;
+  update(barrier: Barrier): Promise<void>;
+  /** (spaceId, barrierId, epoch, arrivalKey) is unique: a second insert of one arrival throws. */
+  insertArrival(arrival: BarrierArrival): Promise<void>;
+  getArrival(spaceId: string, barrierId: string, epoch: number, arrivalKey: string): Promise<BarrierArrival | undefined>;
+  countArrivals(spaceId: string, barrierId: string, epoch: number): Promise<number>;
+}
+
 export interface Repositories {
+  allowances: AllowanceRepository;
+  allowanceWaiters: AllowanceWaiterRepository;
+  consumptions: ConsumptionRepository;
   orgs: OrgRepository;
   spaces: SpaceRepository;
   apiKeys: ApiKeyRepository;
   budgets: BudgetRepository;
   reservations: ReservationRepository;
   budgetEntries: BudgetEntryRepository;
+  barriers: BarrierRepository;
   events: EventRepository;
   idempotency: IdempotencyRepository;
+  pools: PoolRepository;
+  workLimits: WorkLimitRepository;
 }
+
+export type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from './allowance-repositories';

@@ -1,11 +1,12 @@
-import { budgets, type Clock, type Store } from '@baton/core';
+import { allowances, budgets, type Clock, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 
 /** Rows one sweep transaction handles; a full batch means more are due, so the sweep goes on. */
 const batchSize = 100;
 
 /**
- * Time-based work, decided from the injected clock: today the overdue-reservation sweep.
+ * Time-based work, decided from the injected clock: the overdue-reservation sweep and the
+ * allowance grant sweep (lines moved by a window roll, a cooldown's end or a waiter's expiry).
  * Safe on any number of servers at once: each batch is claimed with SKIP LOCKED.
  */
 export class BackgroundWork {
@@ -30,10 +31,13 @@ export class BackgroundWork {
   }
 
   async runDue(): Promise<void> {
-    for (;;) {
-      const emitted = await this.store.transaction((tx) => budgets.emitOverdueReservations(tx, this.clock.now(), batchSize));
-      if (emitted < batchSize) return;
-    }
+    await this.untilDone((nowMs) => this.store.transaction((tx) => budgets.emitOverdueReservations(tx, nowMs, batchSize)));
+    await this.untilDone((nowMs) => this.store.transaction((tx) => allowances.serveDueLines(tx, nowMs, batchSize)));
+  }
+
+  /** Repeats a batch while batches come back full: more is due than one transaction should hold. */
+  private async untilDone(batch: (nowMs: number) => Promise<number>): Promise<void> {
+    while ((await batch(this.clock.now())) === batchSize);
   }
 
   private arm(): void {

@@ -5,9 +5,12 @@ import type { Logger } from 'pino';
 import type { AppDeps } from './deps';
 import { installErrorHandlers } from './error-handler';
 import { adminRoutes } from './routes/admin';
+import { allowanceRoutes } from './routes/allowances';
+import { barrierRoutes } from './routes/barriers';
 import { budgetRoutes } from './routes/budgets';
 import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
+import { poolRoutes } from './routes/pools';
 import { spaceScope } from './space-scope';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
@@ -47,6 +50,9 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
     async (v1) => {
       spaceScope(v1, deps);
       await v1.register(budgetRoutes(deps));
+      await v1.register(barrierRoutes(deps));
+      await v1.register(poolRoutes(deps));
+      await v1.register(allowanceRoutes(deps));
       await v1.register(eventRoutes(deps));
     },
     { prefix: '/v1/spaces/:spaceId' },

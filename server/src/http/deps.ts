@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Clock, ManualClock, Notifier, Random, Store } from '@baton/core';
 
 /** Draining state shared by readiness and (later) every long poll. */
@@ -25,6 +26,10 @@ export interface AppDeps {
 
 export class DrainController implements Drain {
   private readonly controller = new AbortController();
+  constructor() {
+    // Every parked long poll listens for the drain: thousands at once are normal, not a leak.
+    setMaxListeners(0, this.controller.signal);
+  }
   get draining(): boolean {
     return this.controller.signal.aborted;
   }

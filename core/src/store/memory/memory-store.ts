@@ -1,6 +1,11 @@
 import { assert } from '../../assert';
+import type { Allowance, AllowanceWaiter, Consumption } from '../../allowances/model';
+import { memoryAllowances } from './allowances';
 import type { Budget, BudgetEntry, Reservation } from '../../budgets/model';
 import type { JournalEvent, NewEvent } from '../../events/model';
+import type { Pool, WorkLimit } from '../../pools/model';
+import { memoryPools } from './pools';
+import { memoryBarriers } from './barriers';
 import type { ApiKey, Org, Space } from '../../tenancy/model';
 import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
 import type { Store, Tx } from '../store';
@@ -27,6 +32,12 @@ export class MemoryStore implements Store {
   private readonly entries = new MemoryTable<BudgetEntry>(this.log);
   private readonly events = new MemoryTable<JournalEvent>(this.log);
   private readonly idempotency = new MemoryTable<IdempotencyRecord>(this.log);
+  private readonly allowanceTables = {
+    allowances: new MemoryTable<Allowance>(this.log),
+    waiters: new MemoryTable<AllowanceWaiter>(this.log),
+    consumptions: new MemoryTable<Consumption>(this.log),
+  };
+  private readonly poolTables = { pools: new MemoryTable<Pool>(this.log), workLimits: new MemoryTable<WorkLimit>(this.log) };
   private lastEventId = 0;
   private readonly repositories: Repositories = this.buildRepositories();
 
@@ -67,6 +78,9 @@ export class MemoryStore implements Store {
     const { orgs, spaces, apiKeys, budgets, reservations, entries, events, idempotency } = this;
     const lock = (_options?: LockOptions): void => undefined; // transactions are already exclusive
     return {
+      ...memoryAllowances(this.allowanceTables),
+      ...memoryPools(this.poolTables),
+      barriers: memoryBarriers(this.log),
       orgs: {
         insert: async (org) => insertNew(orgs, org.id, org),
         get: async (id) => orgs.get(id),

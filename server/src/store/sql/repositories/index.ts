@@ -1,24 +1,34 @@
 import type { Repositories } from '@baton/core';
 import type { SqlQueryable } from '../driver';
+import { sqlAllowances, sqlAllowanceWaiters, sqlConsumptions } from './allowances';
 import { sqlApiKeys } from './api-keys';
+import { sqlBarriers } from './barriers';
 import { sqlBudgetEntries } from './budget-entries';
 import { sqlBudgets } from './budgets';
 import { sqlEvents } from './events';
 import { sqlIdempotency } from './idempotency';
 import { sqlOrgs } from './orgs';
+import { sqlPools } from './pools';
 import { sqlReservations } from './reservations';
 import { sqlSpaces } from './spaces';
+import { sqlWorkLimits } from './work-limits';
 
 /** The repositories over one connection or transaction. Cheap: plain closures, no state. */
 export function sqlRepositories(q: SqlQueryable): Repositories {
   return {
+    allowances: sqlAllowances(q),
+    allowanceWaiters: sqlAllowanceWaiters(q),
+    consumptions: sqlConsumptions(q),
     orgs: sqlOrgs(q),
     spaces: sqlSpaces(q),
     apiKeys: sqlApiKeys(q),
     budgets: sqlBudgets(q),
     reservations: sqlReservations(q),
     budgetEntries: sqlBudgetEntries(q),
+    barriers: sqlBarriers(q),
     events: sqlEvents(q),
     idempotency: sqlIdempotency(q),
+    pools: sqlPools(q),
+    workLimits: sqlWorkLimits(q),
   };
 }

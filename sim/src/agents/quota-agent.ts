@@ -1,0 +1,54 @@
+import { Agent, type Current } from './agent';
+
+/**
+ * A worker sharing provider quotas: consumes when it can, otherwise joins the line and waits
+ * for its grant (long-polling the waiter), sometimes gives up and cancels, and now and then
+ * reports a provider cooldown. Every call carries an Idempotency-Key, so retries are safe.
+ */
+export class QuotaAgent extends Agent {
+  private counter = 0;
+
+  protected async run(current: Current): Promise<void> {
+    while (this.sim.phase === 'safety') {
+      const allowanceId = this.rng.pick(this.sim.allowanceIds);
+      const roll = this.rng.float();
+      if (roll < 0.1) await this.cooldown(current, allowanceId);
+      else if (roll < 0.55) await this.consume(current, allowanceId);
+      else await this.waitForGrant(current, allowanceId);
+      await this.sleep(current, this.rng.int(10, 800));
+    }
+  }
+
+  private key(kind: string): string {
+    return `${this.name}.${this.session}.${kind}${this.counter++}`;
+  }
+
+  private units(): number {
+    return this.rng.int(1, 6);
+  }
+
+  private async consume(current: Current, allowanceId: string): Promise<void> {
+    const workKey = this.rng.chance(0.5) ? this.key('w') : undefined;
+    const body = { scopeId: this.rng.uuid(), units: this.units(), holder: this.name, ...(workKey ? { workKey } : {}) };
+    await this.call(current, 'POST', `/allowances/${allowanceId}/consume`, { body, idempotencyKey: this.key('c') });
+  }
+
+  private async cooldown(current: Current, allowanceId: string): Promise<void> {
+    await this.call(current, 'POST', `/allowances/${allowanceId}/cooldown`, { body: { seconds: this.rng.int(1, 5), reason: 'provider 429' }, idempotencyKey: this.key('cd') });
+  }
+
+  private async waitForGrant(current: Current, allowanceId: string): Promise<void> {
+    const body = { scopeId: this.rng.uuid(), units: this.units(), holder: this.name, ttlSeconds: this.rng.int(5, 30) };
+    const joined = await this.call(current, 'POST', `/allowances/${allowanceId}/wait`, { body, idempotencyKey: this.key('j') });
+    if (joined.statusCode !== 201) return;
+    await this.crashPoint(current);
+    let state: string = joined.body.state;
+    for (let polls = 0; state === 'WAITING' && polls < 3; polls++) {
+      const seen = await this.call(current, 'GET', `/allowance-waiters/${joined.body.id}?waitMs=${this.rng.int(500, 10_000)}`);
+      if (seen.statusCode === 200) state = seen.body.state;
+    }
+    if (state === 'WAITING' && this.rng.chance(0.5)) {
+      await this.call(current, 'POST', `/allowance-waiters/${joined.body.id}/cancel`, { idempotencyKey: this.key('x') });
+    }
+  }
+}
