@@ -1,16 +1,15 @@
-import { allowances, schemas, type AllowanceWaiter } from '@baton/core';
+import { allowances, schemas, topicOf, type AllowanceWaiter } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { hasPermission } from '../auth';
 import type { AppDeps } from '../deps';
+import { longPoll } from '../long-poll';
 import { runOperation } from '../operation';
 import { errorReplies } from './schema-helpers';
 
 const read = { access: { anyOf: ['coordination_read' as const] } };
 const take = { access: { anyOf: ['coordination_write' as const, 'resource_config' as const] } };
 const tags = ['allowances'];
-/** The spec's effective cap on a long poll: longer waits are shortened to it. */
-const maxWaitMs = 30_000;
 
 /** Shared quotas (allowances) and their waiters (decisions §6; core/src/allowances). */
 export function allowanceRoutes(deps: AppDeps) {
@@ -100,12 +99,9 @@ export function allowanceRoutes(deps: AppDeps) {
       },
     }, async (request) => {
       const load = (): Promise<AllowanceWaiter> => deps.store.read((tx) => allowances.getWaiter(tx, space(request), request.params.id));
-      let waiter = await load();
-      const deadlineMs = deps.clock.now() + Math.min(request.query.waitMs, maxWaitMs);
-      while (waiter.state === 'WAITING' && deps.clock.now() < deadlineMs && !deps.drain.draining) {
-        await deps.notifier.wait(`allowance:${waiter.allowanceId}`, deadlineMs - deps.clock.now(), deps.drain.signal);
-        waiter = await load();
-      }
+      const first = await load(); // learns the allowance whose commits can move this waiter
+      if (first.state !== 'WAITING' || request.query.waitMs === 0) return allowances.waiterViewOf(first);
+      const waiter = await longPoll(deps, topicOf('allowance', first.allowanceId), request.query.waitMs, load, (w) => w.state !== 'WAITING');
       return allowances.waiterViewOf(waiter);
     });
 
