@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 /**
- * `npm start` as a user runs it: a real process on the embedded store, the dev bootstrap
+ * `npm start` as a user runs it: a real process on the embedded store (in a data directory
+ * whose parents do not exist yet, as on a fresh checkout), the dev bootstrap
  * printed once, the key durable across a restart, SIGTERM draining to exit code 0.
  */
 const root = new URL('..', import.meta.url).pathname;
@@ -21,7 +22,7 @@ interface Started {
 async function start(): Promise<Started> {
   const child = spawn(join(root, 'node_modules/.bin/tsx'), ['server/src/main.ts'], {
     cwd: root,
-    env: { ...process.env, PORT: '0', BATON_DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: 'info' },
+    env: { ...process.env, PORT: '0', BATON_DATA_DIR: join(dataDir, 'not', 'yet', 'there'), DATABASE_URL: '', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { NodeFS } from '@electric-sql/pglite/nodefs';
@@ -89,6 +89,8 @@ export interface DurablePglite {
 }
 
 export async function openDurablePglite(dataDir: string, options: { loadDataDir?: Blob } = {}): Promise<DurablePglite> {
+  // NodeFS creates only the last directory: a fresh checkout has no ./.baton yet.
+  mkdirSync(dataDir, { recursive: true });
   const fs = new FsyncingNodeFS(dataDir);
   const db = await PGlite.create({ fs, startParams: durableStartParams, ...options });
   fsyncTree(dataDir);
