@@ -46,6 +46,16 @@ export class LocalNotifier implements Notifier {
     });
   }
 
+  /**
+   * Wakes every parked wait, whatever its topic: callers re-read and wait again. Used when
+   * notifications may have been missed (the cross-server listener is down or just came back).
+   */
+  wakeAll(): void {
+    const sets = [...this.waiters.values()];
+    this.waiters.clear();
+    for (const set of sets) for (const wake of set) wake();
+  }
+
   /** Waits currently parked, for tests and metrics. */
   get parked(): number {
     let n = 0;

@@ -2,3 +2,4 @@
 export { createBaton, clockFor, type Baton, type BatonOptions } from './host/baton';
 export { openStore, type StoreConfig } from './store/open-store';
 export { createScratchDatabase, type ScratchDatabase } from './store/sql/scratch-database';
+export { PgNotifier, type PgNotifierOptions } from './notify/pg-notifier';

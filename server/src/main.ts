@@ -2,6 +2,7 @@ import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
 import { clockFor, createBaton } from './host/baton';
 import { embeddedDurabilityNote } from './store/durability';
+import { PgNotifier } from './notify/pg-notifier';
 import { openStore } from './store/open-store';
 
 /** `npm start`: the Baton server on PostgreSQL (DATABASE_URL) or embedded PGlite. */
@@ -20,12 +21,17 @@ async function main(): Promise<void> {
     : await openStore({ kind: 'pglite', dataDir: config.dataDir });
   if (store.kind === 'pglite') logger.warn({ dataDir: config.dataDir }, embeddedDurabilityNote);
   const clock = clockFor(config);
-  const baton = await createBaton({ store, clock, adminToken: config.adminToken, bootstrap: config.bootstrap, logger });
+  // Several servers may share PostgreSQL: their long polls wake through LISTEN/NOTIFY. PGlite
+  // is one process, so its default LocalNotifier is enough.
+  // It takes two connections of its own: the listener and a publisher with asynchronous commit.
+  const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.databaseUrl, clock, logger }) : undefined;
+  const baton = await createBaton({ store, clock, adminToken: config.adminToken, bootstrap: config.bootstrap, logger, notifier });
 
   const shutdown = (signal: string): void => {
     logger.info({ signal }, 'draining: readiness is false, waiting for in-flight requests');
     baton
       .drainAndClose()
+      .then(() => notifier?.close())
       .then(() => store.close())
       .then(
       () => {

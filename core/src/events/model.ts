@@ -38,4 +38,12 @@ export const eventTypes = {
   allowanceWaiterExpired: 'allowance.waiter_expired',
   allowanceWaiterCancelled: 'allowance.waiter_cancelled',
   allowanceCooldownStarted: 'allowance.cooldown_started',
+  mailboxCreated: 'mailbox.created',
+  messageSent: 'message.sent',
+  messageClaimed: 'message.claimed',
+  messageLeaseRenewed: 'message.lease_renewed',
+  messageAcked: 'message.acked',
+  messageNacked: 'message.nacked',
+  messageLeaseExpired: 'message.lease_expired',
+  messageDead: 'message.dead',
 } as const;

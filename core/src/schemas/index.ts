@@ -5,3 +5,4 @@ export * from './pools';
 export * from './events';
 export * from './admin';
 export * from './allowances';
+export * from './messages';

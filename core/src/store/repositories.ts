@@ -1,6 +1,7 @@
 import type { Barrier, BarrierArrival, BarrierListPosition, BarrierState } from '../barriers/model';
 import type { Budget, BudgetEntry, Reservation } from '../budgets/model';
 import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from './allowance-repositories';
+import type { MailboxRepository, MessageRepository } from './message-repositories';
 import type { JournalEvent, NewEvent } from '../events/model';
 import type { Pool, WorkLimit } from '../pools/model';
 import type { ApiKey, Org, Space } from '../tenancy/model';
@@ -151,6 +152,9 @@ export interface Repositories {
   idempotency: IdempotencyRepository;
   pools: PoolRepository;
   workLimits: WorkLimitRepository;
+  mailboxes: MailboxRepository;
+  messages: MessageRepository;
 }
 
 export type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from './allowance-repositories';
+export type { MailboxRepository, MessageRepository } from './message-repositories';

@@ -1,4 +1,4 @@
-import { allowances, budgets, type Clock, type Store } from '@baton/core';
+import { allowances, budgets, messages, type Clock, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 
 /** Rows one sweep transaction handles; a full batch means more are due, so the sweep goes on. */
@@ -6,7 +6,8 @@ const batchSize = 100;
 
 /**
  * Time-based work, decided from the injected clock: the overdue-reservation sweep and the
- * allowance grant sweep (lines moved by a window roll, a cooldown's end or a waiter's expiry).
+ * allowance grant sweep (lines moved by a window roll, a cooldown's end or a waiter's expiry),
+ * and message lease expiry.
  * Safe on any number of servers at once: each batch is claimed with SKIP LOCKED.
  */
 export class BackgroundWork {
@@ -33,6 +34,8 @@ export class BackgroundWork {
   async runDue(): Promise<void> {
     await this.untilDone((nowMs) => this.store.transaction((tx) => budgets.emitOverdueReservations(tx, nowMs, batchSize)));
     await this.untilDone((nowMs) => this.store.transaction((tx) => allowances.serveDueLines(tx, nowMs, batchSize)));
+    // Message leases that ran out go back to READY (or DEAD): their tokens die, recv wakes.
+    await this.untilDone((nowMs) => this.store.transaction((tx) => messages.expireLeases(tx, nowMs, batchSize)));
   }
 
   /** Repeats a batch while batches come back full: more is due than one transaction should hold. */

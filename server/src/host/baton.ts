@@ -1,4 +1,4 @@
-import { LocalNotifier, ManualClock, NotifyingStore, SystemClock, type Clock, type Random, type Store } from '@baton/core';
+import { LocalNotifier, ManualClock, NotifyingStore, SystemClock, type Clock, type Notifier, type Random, type Store } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
@@ -28,13 +28,19 @@ export interface BatonOptions {
   bootstrap?: boolean;
   logger?: Logger;
   backgroundIntervalMs?: number;
+  /**
+   * Wakes long polls. Default: a LocalNotifier (one process: memory, PGlite, or one server).
+   * Several servers on one PostgreSQL pass a PgNotifier (server/src/notify/pg-notifier.ts).
+   * Whoever passes it closes it, after drainAndClose.
+   */
+  notifier?: Notifier;
 }
 
 /** Assembles one Baton server from its seams; used by main.ts, the tests and the benchmarks. */
 export async function createBaton(options: BatonOptions): Promise<Baton> {
   const random = options.random ?? cryptoRandom;
   const drain = new DrainController();
-  const notifier = new LocalNotifier(options.clock);
+  const notifier = options.notifier ?? new LocalNotifier(options.clock);
   // Every commit wakes the long polls waiting on what it changed (core/src/notifier.ts).
   const store = new NotifyingStore(options.store, notifier);
   const background = new BackgroundWork(store, options.clock, options.logger, options.backgroundIntervalMs);

@@ -15,7 +15,7 @@ export interface OperationResult {
 
 export type Operation = (ctx: OpContext) => Promise<OperationResult>;
 
-interface Outcome extends OperationResult {
+export interface Outcome extends OperationResult {
   replayed: boolean;
 }
 
@@ -27,6 +27,22 @@ interface Outcome extends OperationResult {
  * this is the one place that knows an operation really ran (not a replay).
  */
 export async function runOperation(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, required: boolean, operation: Operation): Promise<FastifyReply> {
+  return sendOutcome(reply, await attemptOperation(deps, request, required, operation));
+}
+
+/**
+ * runOperation without the reply: the outcome, for routes that try an operation more than once
+ * (recv long-polls by repeating its claim). `keep` says whether a result is stored under the
+ * Idempotency-Key; an empty recv or admit (204) is not (decisions §4), so a retry with the same
+ * key tries again instead of replaying "nothing".
+ */
+export async function attemptOperation(
+  deps: AppDeps,
+  request: FastifyRequest,
+  required: boolean,
+  operation: Operation,
+  keep: (result: OperationResult) => boolean = () => true,
+): Promise<Outcome> {
   const spaceId = request.principal!.space.id;
   const key = idempotencyKey(request, required);
   const fingerprint = key === undefined ? '' : fingerprintOf(request);
@@ -41,14 +57,14 @@ export async function runOperation(deps: AppDeps, request: FastifyRequest, reply
         if (replay) return replay;
       }
       const result = await operation(ctx(tx));
-      if (key !== undefined) await tx.idempotency.put({ spaceId, key, fingerprint, statusCode: result.statusCode, body: result.body, createdAt: nowMs });
+      if (key !== undefined && keep(result)) await tx.idempotency.put({ spaceId, key, fingerprint, statusCode: result.statusCode, body: result.body, createdAt: nowMs });
       return { ...result, replayed: false };
     });
   } catch (error) {
     if (!(error instanceof BatonError) || !errorTable[error.code].stored || key === undefined) throw error;
     outcome = await storeErrorReply(deps, spaceId, key, fingerprint, nowMs, error);
   }
-  return send(reply, outcome);
+  return outcome;
 }
 
 async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fingerprint: string, nowMs: number, error: BatonError): Promise<Outcome> {
@@ -76,7 +92,7 @@ async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: strin
   return { statusCode: record.statusCode, body: record.body, replayed: true };
 }
 
-function send(reply: FastifyReply, outcome: Outcome): FastifyReply {
+export function sendOutcome(reply: FastifyReply, outcome: Outcome): FastifyReply {
   if (outcome.replayed) reply.header('Idempotent-Replayed', 'true');
   const body = outcome.body as Partial<ErrorBody>;
   if (body?.error) return reply.code(outcome.statusCode).send({ error: { ...body.error, requestId: reply.request.id } });

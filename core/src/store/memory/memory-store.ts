@@ -6,6 +6,7 @@ import type { JournalEvent, NewEvent } from '../../events/model';
 import type { Pool, WorkLimit } from '../../pools/model';
 import { memoryPools } from './pools';
 import { memoryBarriers } from './barriers';
+import { memoryMessages } from './messages';
 import type { ApiKey, Org, Space } from '../../tenancy/model';
 import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
 import type { Store, Tx } from '../store';
@@ -81,6 +82,7 @@ export class MemoryStore implements Store {
       ...memoryAllowances(this.allowanceTables),
       ...memoryPools(this.poolTables),
       barriers: memoryBarriers(this.log),
+      ...memoryMessages(this.log),
       orgs: {
         insert: async (org) => insertNew(orgs, org.id, org),
         get: async (id) => orgs.get(id),

@@ -7,6 +7,7 @@ import { sqlBudgetEntries } from './budget-entries';
 import { sqlBudgets } from './budgets';
 import { sqlEvents } from './events';
 import { sqlIdempotency } from './idempotency';
+import { sqlMailboxes, sqlMessages } from './messages';
 import { sqlOrgs } from './orgs';
 import { sqlPools } from './pools';
 import { sqlReservations } from './reservations';
@@ -30,5 +31,7 @@ export function sqlRepositories(q: SqlQueryable): Repositories {
     idempotency: sqlIdempotency(q),
     pools: sqlPools(q),
     workLimits: sqlWorkLimits(q),
+    mailboxes: sqlMailboxes(q),
+    messages: sqlMessages(q),
   };
 }

@@ -1,0 +1,73 @@
+/** Mailboxes and messages as stored. Times are epoch ms from the injected clock. */
+export const mailboxModes = ['WORK', 'INBOX'] as const;
+export type MailboxMode = (typeof mailboxModes)[number];
+
+/** Bounds of a mailbox's backlogLimit on create (spec, fixed API bounds). */
+export const backlogLimitBounds = { min: 1, max: 100_000, default: 1_000 } as const;
+
+export interface Mailbox {
+  id: string;
+  spaceId: string;
+  name: string;
+  mode: MailboxMode;
+  recipientId: string | null;
+  /** READY plus CLAIMED messages the mailbox may hold; a send beyond it is BACKLOG_FULL. */
+  backlogLimit: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const messageStates = ['READY', 'CLAIMED', 'ACKED', 'DEAD', 'CANCELLED'] as const;
+export type MessageState = (typeof messageStates)[number];
+
+/** Claims a message gets before it is DEAD (spec: queue attempts before a task fails). */
+export const maxAttempts = 5;
+
+export interface Message {
+  id: string;
+  spaceId: string;
+  mailboxId: string;
+  /**
+   * Send order, assigned by the store on insert and increasing across the store: FIFO is by
+   * seq, since many sends share one clock millisecond (and a manual clock stands still).
+   */
+  seq: number;
+  scopeId: string;
+  payload: unknown;
+  workKey: string | null;
+  deadline: number | null;
+  state: MessageState;
+  /** Claims so far; each claim adds one. */
+  attempt: number;
+  /**
+   * SHA-256 of the live claim's token, null unless CLAIMED. One column holds it, so a message
+   * has at most one live lease, and a new claim replaces (kills) every older token.
+   */
+  tokenHash: string | null;
+  /** Who holds (or last held) the claim: recorded on each claim (spec, authentication rule 8). */
+  holder: string | null;
+  holderSession: string | null;
+  leaseExpiresAt: number | null;
+  /** The result recorded by complete; tasks will read their outcome from it. */
+  result: unknown;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A message to insert: the store assigns seq. */
+export type NewMessage = Omit<Message, 'seq'>;
+
+/** What one claim writes onto the oldest READY message of a mailbox and scope. */
+export interface ClaimRequest {
+  spaceId: string;
+  mailboxId: string;
+  scopeId: string;
+  holder: string;
+  holderSession: string;
+  tokenHash: string;
+  leaseExpiresAt: number;
+  nowMs: number;
+}
+
+/** Position in a mailbox's message list, which is ordered by seq. */
+export type MessageListPosition = number;

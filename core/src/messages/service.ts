@@ -1,0 +1,280 @@
+import { canonicalJson } from '../canonical-json';
+import type { OpContext } from '../context';
+import { BatonError, forbidden, notFound, conflict, validationFailed } from '../errors';
+import { eventTypes, type NewEvent } from '../events/model';
+import { decodeNameCursor, encodeNameCursor } from '../paging';
+import type { CompleteBody, CompleteReply, DeliveryView, MailboxCreateBody, MailboxView, MessageView, NackBody, NackReply, RecvBody, RenewBody, RenewReply, SendBody } from '../schemas/messages';
+import type { Page } from '../store/repositories';
+import type { Tx } from '../store/store';
+import { isoFromMs, msFromIso } from '../time';
+import type { Mailbox, Message, MessageListPosition, MessageState } from './model';
+import { acked, assertMailbox, failedAttempt, holdsLease, leaseUntil, maxPayloadBytes, newToken, payloadBytes, renewed } from './rules';
+import { deliveryView, mailboxView, messageView } from './views';
+
+/**
+ * Mailboxes and messages with leases (decisions §6). Lock order (docs/lock-order.md): a
+ * message row first (renew, complete, nack, the expiry sweep), then a mailbox row (a send, also
+ * the result a complete publishes). A send locks its mailbox so backlogLimit is exact; recv
+ * locks nothing beyond the one row its claim takes (FOR UPDATE SKIP LOCKED).
+ *
+ * Every message event has the mailbox as its aggregate: the NotifyingStore then wakes a recv
+ * long-polling on `mailbox:<id>` whenever a send, a nack or an expiry makes a message READY.
+ */
+
+const messageEvent = (m: Pick<Message, 'id' | 'mailboxId' | 'scopeId' | 'attempt'>, type: string, data: Record<string, unknown> = {}): NewEvent => ({
+  type,
+  aggregateType: 'mailbox',
+  aggregateId: m.mailboxId,
+  scopeId: m.scopeId,
+  data: { messageId: m.id, attempt: m.attempt, ...data },
+});
+
+// ---------------------------------------------------------------------------------------------
+// Mailboxes
+
+/**
+ * Creates a mailbox, or returns the existing one of that name when its settings are identical
+ * (create-or-get; authentication rule 7 lets a key without resource_config do this).
+ */
+export async function createMailbox(ctx: OpContext, body: MailboxCreateBody, canCreate: boolean): Promise<{ created: boolean; view: MailboxView }> {
+  const existing = await ctx.tx.mailboxes.getByName(ctx.spaceId, body.name);
+  if (existing) return { created: false, view: mailboxView(sameSettings(existing, body)) };
+  if (!canCreate) throw forbidden('credential lacks resource_config');
+  const mailbox: Mailbox = {
+    id: ctx.random.uuid(),
+    spaceId: ctx.spaceId,
+    name: body.name,
+    mode: body.mode,
+    recipientId: body.recipientId ?? null,
+    backlogLimit: body.backlogLimit,
+    createdAt: ctx.nowMs,
+    updatedAt: ctx.nowMs,
+  };
+  assertMailbox(mailbox);
+  if (!(await ctx.tx.mailboxes.insert(mailbox))) {
+    // A concurrent create of the same name committed first: answer as a repeat create.
+    const winner = await ctx.tx.mailboxes.getByName(ctx.spaceId, body.name);
+    if (!winner) throw conflict(`mailbox ${body.name} is being created; retry`);
+    return { created: false, view: mailboxView(sameSettings(winner, body)) };
+  }
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
+    { type: eventTypes.mailboxCreated, aggregateType: 'mailbox', aggregateId: mailbox.id, scopeId: null, data: { name: mailbox.name, mode: mailbox.mode, recipientId: mailbox.recipientId, backlogLimit: mailbox.backlogLimit } },
+  ]);
+  return { created: true, view: mailboxView(mailbox) };
+}
+
+function sameSettings(existing: Mailbox, body: MailboxCreateBody): Mailbox {
+  const same = existing.mode === body.mode && existing.recipientId === (body.recipientId ?? null) && existing.backlogLimit === body.backlogLimit;
+  if (!same) throw conflict(`mailbox ${body.name} exists with other settings`);
+  return existing;
+}
+
+export async function listMailboxes(tx: Tx, spaceId: string, cursor: string | undefined, limit: number): Promise<Page<MailboxView>> {
+  const afterName = cursor === undefined ? null : decodeNameCursor(cursor);
+  const rows = await tx.mailboxes.list(spaceId, afterName, limit + 1);
+  const page = rows.slice(0, limit);
+  return { items: page.map(mailboxView), nextCursor: rows.length > limit ? encodeNameCursor(page.at(-1)!.name) : null };
+}
+
+async function mailboxOf(tx: Tx, spaceId: string, id: string, lock = false): Promise<Mailbox> {
+  const mailbox = await tx.mailboxes.get(spaceId, id, { forUpdate: lock });
+  if (!mailbox) throw notFound('mailbox');
+  return mailbox;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages: list and send
+
+export interface MessageListRequest {
+  states: readonly MessageState[] | undefined;
+  cursor: string | undefined;
+  limit: number;
+}
+
+/** Messages of a mailbox oldest first (send order), optionally filtered by state. */
+export async function listMessages(tx: Tx, spaceId: string, mailboxId: string, request: MessageListRequest): Promise<Page<MessageView>> {
+  await mailboxOf(tx, spaceId, mailboxId);
+  const after = request.cursor === undefined ? null : decodeSeqCursor(request.cursor);
+  const rows = await tx.messages.list(spaceId, mailboxId, request.states ?? null, after, request.limit + 1);
+  const page = rows.slice(0, request.limit);
+  return { items: page.map(messageView), nextCursor: rows.length > request.limit ? encodeSeqCursor(page.at(-1)!.seq) : null };
+}
+
+const encodeSeqCursor = (seq: MessageListPosition): string => Buffer.from(`m:${seq}`, 'utf8').toString('base64url');
+
+function decodeSeqCursor(cursor: string): MessageListPosition {
+  const match = /^m:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  const seq = match ? Number(match[1]) : undefined;
+  if (seq === undefined || encodeSeqCursor(seq) !== cursor) throw validationFailed('cursor', 'not a cursor this list returned');
+  return seq;
+}
+
+function checkPayloadSize(path: string, payload: unknown): void {
+  const bytes = payloadBytes(payload);
+  if (bytes > maxPayloadBytes) throw new BatonError('PAYLOAD_TOO_LARGE', `${path} is ${bytes} bytes of JSON; at most ${maxPayloadBytes}`);
+}
+
+export interface SendRequest {
+  scopeId: string;
+  payload: unknown;
+  workKey?: string | undefined;
+  deadline?: string | undefined;
+}
+
+/**
+ * Sends a message: READY at the back of the mailbox. A workKey already sent to this mailbox
+ * answers with the committed message (created: false) and sends nothing; the same workKey with
+ * another scopeId or payload is CONFLICT. A mailbox holding backlogLimit READY plus CLAIMED
+ * messages refuses with BACKLOG_FULL.
+ */
+export async function send(ctx: OpContext, mailboxId: string, body: SendBody | SendRequest): Promise<{ created: boolean; view: MessageView }> {
+  checkPayloadSize('payload', body.payload);
+  const mailbox = await mailboxOf(ctx.tx, ctx.spaceId, mailboxId, true);
+  if (body.workKey !== undefined) {
+    const prior = await ctx.tx.messages.getByWorkKey(ctx.spaceId, mailboxId, body.workKey);
+    if (prior) return { created: false, view: messageView(sameSend(prior, body)) };
+  }
+  const live = await ctx.tx.messages.countLive(ctx.spaceId, mailboxId);
+  if (live >= mailbox.backlogLimit) throw new BatonError('BACKLOG_FULL', `mailbox ${mailbox.name} holds ${live} READY or CLAIMED messages (backlogLimit ${mailbox.backlogLimit})`);
+  const message = await ctx.tx.messages.insert({
+    id: ctx.random.uuid(),
+    spaceId: ctx.spaceId,
+    mailboxId,
+    scopeId: body.scopeId,
+    payload: body.payload ?? null,
+    workKey: body.workKey ?? null,
+    deadline: body.deadline === undefined ? null : msFromIso(body.deadline),
+    state: 'READY',
+    attempt: 0,
+    tokenHash: null,
+    holder: null,
+    holderSession: null,
+    leaseExpiresAt: null,
+    result: null,
+    createdAt: ctx.nowMs,
+    updatedAt: ctx.nowMs,
+  });
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(message, eventTypes.messageSent, { workKey: message.workKey })]);
+  return { created: true, view: messageView(message) };
+}
+
+function sameSend(prior: Message, body: SendRequest): Message {
+  const same = prior.scopeId === body.scopeId && canonicalJson(prior.payload) === canonicalJson(body.payload ?? null);
+  if (!same) throw conflict(`workKey ${prior.workKey} was already sent to this mailbox with another scopeId or payload`);
+  return prior;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Claims
+
+export interface ClaimOptions {
+  mailboxId: string;
+  scopeId: string;
+  holder: string;
+  holderSession: string;
+  leaseSeconds: number;
+}
+
+/**
+ * Claims the oldest READY message of the mailbox for the scope (exact scopeId for now; scope
+ * subtrees arrive with task groups) and emits message.claimed. Undefined when nothing is free.
+ * Admission will claim a task's delivery with this same step before it takes resources.
+ */
+export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<{ message: Message; token: string } | undefined> {
+  const { token, tokenHash } = newToken(ctx.random);
+  const message = await ctx.tx.messages.claimNext({
+    spaceId: ctx.spaceId,
+    mailboxId: options.mailboxId,
+    scopeId: options.scopeId,
+    holder: options.holder,
+    holderSession: options.holderSession,
+    tokenHash,
+    leaseExpiresAt: leaseUntil(options.leaseSeconds, ctx.nowMs),
+    nowMs: ctx.nowMs,
+  });
+  if (!message) return undefined;
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
+    messageEvent(message, eventTypes.messageClaimed, { holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!) }),
+  ]);
+  return { message, token };
+}
+
+/** One receive attempt: the delivery, or undefined when nothing is READY for the scope (the route long-polls). */
+export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): Promise<DeliveryView | undefined> {
+  await mailboxOf(ctx.tx, ctx.spaceId, mailboxId);
+  const claimed = await claimNext(ctx, { mailboxId, scopeId: body.scopeId, holder: body.holder, holderSession: body.holderSession, leaseSeconds: body.leaseSeconds });
+  return claimed && deliveryView(claimed.message, claimed.token);
+}
+
+/** Locks the message and checks that `token` is its live claim: LEASE_LOST otherwise. */
+async function lockLease(ctx: OpContext, messageId: string, token: string): Promise<Message> {
+  const message = await ctx.tx.messages.get(ctx.spaceId, messageId, { forUpdate: true });
+  if (!message) throw notFound('message');
+  if (!holdsLease(message, token, ctx.nowMs)) {
+    const why = message.state === 'CLAIMED' ? 'the lease expired or the message was claimed again' : `the message is ${message.state}`;
+    throw new BatonError('LEASE_LOST', `this token is not the live claim of message ${messageId}: ${why}`);
+  }
+  return message;
+}
+
+/**
+ * Extends the lease to now + leaseSeconds. Emits message.lease_renewed: leaseExpiresAt is
+ * visible in the message list, and decisions §7 wants an event for every observable change;
+ * the price is that a recv long-polling the mailbox wakes, finds nothing and waits again.
+ */
+export async function renew(ctx: OpContext, messageId: string, body: RenewBody): Promise<RenewReply> {
+  const message = await lockLease(ctx, messageId, body.token);
+  const next = renewed(message, leaseUntil(body.leaseSeconds, ctx.nowMs), ctx.nowMs);
+  await ctx.tx.messages.update(next);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(next, eventTypes.messageLeaseRenewed, { leaseExpiresAt: isoFromMs(next.leaseExpiresAt!) })]);
+  return { leaseExpiresAt: isoFromMs(next.leaseExpiresAt!) };
+}
+
+/**
+ * ACKED, with the optional result recorded on the message in the same transaction; a result
+ * naming mailboxId and scopeId is also sent there (as a send: backlogLimit and workKey apply).
+ */
+export async function complete(ctx: OpContext, messageId: string, body: CompleteBody): Promise<CompleteReply> {
+  if (body.result?.payload !== undefined) checkPayloadSize('result.payload', body.result.payload);
+  const message = await lockLease(ctx, messageId, body.token);
+  const result = body.result ?? null;
+  const next = acked(message, result, ctx.nowMs);
+  await ctx.tx.messages.update(next);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null })]);
+  let resultMessageId: string | null = null;
+  if (result?.mailboxId !== undefined && result.scopeId !== undefined) {
+    const published = await send(ctx, result.mailboxId, { scopeId: result.scopeId, payload: result.payload ?? null, workKey: result.workKey });
+    resultMessageId = published.view.id;
+  }
+  return { state: 'ACKED', resultMessageId };
+}
+
+/** Gives the message back: READY when retry is asked and attempts remain, else DEAD. */
+export async function nack(ctx: OpContext, messageId: string, body: NackBody): Promise<NackReply> {
+  const message = await lockLease(ctx, messageId, body.token);
+  const next = failedAttempt(message, body.retry, ctx.nowMs);
+  await ctx.tx.messages.update(next);
+  const events = [messageEvent(next, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state: next.state })];
+  if (next.state === 'DEAD') events.push(deadEvent(next, body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED'));
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
+  return { state: next.state };
+}
+
+const deadEvent = (m: Message, reason: 'NACKED' | 'ATTEMPTS_EXHAUSTED'): NewEvent => messageEvent(m, eventTypes.messageDead, { reason });
+
+/**
+ * The lease-expiry sweep: every claim whose lease ran out returns to READY (DEAD after the last
+ * attempt) and its token dies. Returns how many it expired; claimed with SKIP LOCKED, so several
+ * servers can sweep at once.
+ */
+export async function expireLeases(tx: Tx, nowMs: number, limit: number): Promise<number> {
+  const expired = await tx.messages.claimExpired(nowMs, limit);
+  for (const message of expired) {
+    const next = failedAttempt(message, true, nowMs);
+    await tx.messages.update(next);
+    const events = [messageEvent(next, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state: next.state })];
+    if (next.state === 'DEAD') events.push(deadEvent(next, 'ATTEMPTS_EXHAUSTED'));
+    await tx.events.append(message.spaceId, nowMs, events);
+  }
+  return expired.length;
+}

@@ -1,0 +1,80 @@
+import { assert } from '../../assert';
+import type { Mailbox, Message } from '../../messages/model';
+import { assertMessage, claim } from '../../messages/rules';
+import type { MailboxRepository, MessageRepository } from '../message-repositories';
+import type { LockOptions } from '../repositories';
+import { MemoryTable } from './table';
+
+const key = (spaceId: string, id: string): string => `${spaceId}\u0000${id}`;
+const byName = (a: Mailbox, b: Mailbox): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const bySeq = (a: Message, b: Message): number => a.seq - b.seq;
+
+/**
+ * Mailboxes and messages in memory. Transactions run one at a time, so a lock is a no-op and a
+ * claim is a scan, the core rule and a write: the SQL store does the same in one UPDATE.
+ */
+export function memoryMessages(undoLog: () => (() => void)[] | undefined): { mailboxes: MailboxRepository; messages: MessageRepository } {
+  const mailboxes = new MemoryTable<Mailbox>(undoLog);
+  const messages = new MemoryTable<Message>(undoLog);
+  // Like a SQL sequence: never rolled back, so a failed transaction leaves a gap, never a reuse.
+  let lastSeq = 0;
+  const lock = (_options?: LockOptions): void => undefined;
+  const findMailbox = (spaceId: string, name: string): Mailbox | undefined => {
+    for (const m of mailboxes.scan()) if (m.spaceId === spaceId && m.name === name) return structuredClone(m);
+    return undefined;
+  };
+  const write = (m: Message): Message => {
+    assertMessage(m);
+    messages.set(key(m.spaceId, m.id), m);
+    return structuredClone(m);
+  };
+  const select = (match: (m: Message) => boolean): Message[] => [...messages.scan()].filter(match).sort(bySeq);
+
+  return {
+    mailboxes: {
+      insert: async (m) => {
+        if (findMailbox(m.spaceId, m.name)) return false;
+        assert(!mailboxes.has(key(m.spaceId, m.id)), `duplicate mailbox ${m.id}`);
+        mailboxes.set(key(m.spaceId, m.id), m);
+        return true;
+      },
+      get: async (spaceId, id, options) => (lock(options), mailboxes.get(key(spaceId, id))),
+      getByName: async (spaceId, name) => findMailbox(spaceId, name),
+      list: async (spaceId, afterName, limit) =>
+        [...mailboxes.scan()]
+          .filter((m) => m.spaceId === spaceId && (afterName === null || m.name > afterName))
+          .sort(byName)
+          .slice(0, limit)
+          .map((m) => structuredClone(m)),
+    },
+    messages: {
+      insert: async (m) => {
+        assert(!messages.has(key(m.spaceId, m.id)), `duplicate message ${m.id}`);
+        if (m.workKey !== null) assert(select((x) => x.spaceId === m.spaceId && x.mailboxId === m.mailboxId && x.workKey === m.workKey).length === 0, `message workKey ${m.workKey} taken`);
+        return write({ ...m, seq: ++lastSeq });
+      },
+      get: async (spaceId, id, options) => (lock(options), messages.get(key(spaceId, id))),
+      getByWorkKey: async (spaceId, mailboxId, workKey) => structuredClone(select((m) => m.spaceId === spaceId && m.mailboxId === mailboxId && m.workKey === workKey)[0]),
+      update: async (m) => {
+        const prior = messages.get(key(m.spaceId, m.id));
+        assert(prior && prior.seq === m.seq, `update of missing message ${m.id}`);
+        write(m);
+      },
+      list: async (spaceId, mailboxId, states, after, limit) =>
+        select((m) => m.spaceId === spaceId && m.mailboxId === mailboxId && (states === null || states.includes(m.state)) && (after === null || m.seq > after))
+          .slice(0, limit)
+          .map((m) => structuredClone(m)),
+      countLive: async (spaceId, mailboxId) => select((m) => m.spaceId === spaceId && m.mailboxId === mailboxId && (m.state === 'READY' || m.state === 'CLAIMED')).length,
+      claimNext: async (c) => {
+        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId && m.state === 'READY');
+        return oldest && write(claim(oldest, c));
+      },
+      claimExpired: async (nowMs, limit) =>
+        [...messages.scan()]
+          .filter((m) => m.state === 'CLAIMED' && m.leaseExpiresAt! <= nowMs)
+          .sort((a, b) => a.leaseExpiresAt! - b.leaseExpiresAt! || a.seq - b.seq)
+          .slice(0, limit)
+          .map((m) => structuredClone(m)),
+    },
+  };
+}

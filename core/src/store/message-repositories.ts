@@ -1,0 +1,40 @@
+import type { ClaimRequest, Mailbox, Message, MessageListPosition, MessageState, NewMessage } from '../messages/model';
+import type { LockOptions } from './repositories';
+
+export interface MailboxRepository {
+  /** False, writing nothing, when the space already has a mailbox of that name (a concurrent create won). */
+  insert(mailbox: Mailbox): Promise<boolean>;
+  get(spaceId: string, id: string, options?: LockOptions): Promise<Mailbox | undefined>;
+  getByName(spaceId: string, name: string): Promise<Mailbox | undefined>;
+  /** Mailboxes ordered by name; `afterName` is exclusive. */
+  list(spaceId: string, afterName: string | null, limit: number): Promise<Mailbox[]>;
+}
+
+/**
+ * Messages of mailboxes. `claimNext` is the hot path of recv (and of admission, which will
+ * claim a task's delivery with it): one atomic step that picks the oldest READY message of a
+ * mailbox and scope and claims it, passing over rows another transaction is claiming.
+ */
+export interface MessageRepository {
+  /** Inserts and returns the message with its store-assigned seq. */
+  insert(message: NewMessage): Promise<Message>;
+  get(spaceId: string, id: string, options?: LockOptions): Promise<Message | undefined>;
+  getByWorkKey(spaceId: string, mailboxId: string, workKey: string): Promise<Message | undefined>;
+  update(message: Message): Promise<void>;
+  /** Messages of a mailbox in seq order after `after` (exclusive), in any of `states` (any state when null). */
+  list(spaceId: string, mailboxId: string, states: readonly MessageState[] | null, after: MessageListPosition | null, limit: number): Promise<Message[]>;
+  /** READY plus CLAIMED messages of a mailbox: what its backlogLimit counts. */
+  countLive(spaceId: string, mailboxId: string): Promise<number>;
+  /**
+   * Claims the oldest (lowest seq) READY message of the mailbox whose scopeId is `scopeId`:
+   * CLAIMED, attempt + 1, the token hash, holder, session and lease written; the claimed row,
+   * or undefined when none is free. One statement in SQL (FOR UPDATE SKIP LOCKED): concurrent
+   * claims never take one message twice and never wait on each other.
+   */
+  claimNext(request: ClaimRequest): Promise<Message | undefined>;
+  /**
+   * CLAIMED messages of any space whose lease ran out at or before `nowMs`, locked for this
+   * transaction, earliest expiry first. Rows another server (or a complete) holds are skipped.
+   */
+  claimExpired(nowMs: number, limit: number): Promise<Message[]>;
+}

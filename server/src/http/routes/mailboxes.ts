@@ -1,0 +1,136 @@
+import { messages, schemas, topicOf } from '@baton/core';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { hasPermission } from '../auth';
+import type { AppDeps } from '../deps';
+import { longPoll } from '../long-poll';
+import { attemptOperation, runOperation, sendOutcome } from '../operation';
+import { errorReplies } from './schema-helpers';
+
+const read = { access: { anyOf: ['coordination_read' as const] } };
+const write = { access: { anyOf: ['coordination_write' as const] } };
+const tags = ['mailboxes'];
+
+/** Mailboxes and messages with leases (decisions §6; core/src/messages, docs/api.md). */
+export function mailboxRoutes(deps: AppDeps) {
+  return async (plain: FastifyInstance): Promise<void> => {
+    const app = plain.withTypeProvider<ZodTypeProvider>();
+    const space = (request: { principal?: { space: { id: string } } }): string => request.principal!.space.id;
+
+    app.get('/mailboxes', { config: read, schema: { tags, params: schemas.spaceParams, querystring: schemas.listQuery, response: { 200: schemas.mailboxPage, ...errorReplies() } } }, async (request) =>
+      deps.store.read((tx) => messages.listMailboxes(tx, space(request), request.query.cursor, request.query.limit)),
+    );
+
+    app.post('/mailboxes', {
+      config: { access: { anyOf: ['resource_config'], repeatCreate: true } },
+      schema: {
+        tags,
+        description: 'Creates a mailbox (201), or returns the existing one of that name when its settings are identical (200); other settings answer 409 CONFLICT.',
+        params: schemas.spaceParams,
+        headers: schemas.idempotencyHeaders,
+        body: schemas.mailboxCreateBody,
+        response: { 200: schemas.mailboxView, 201: schemas.mailboxView, ...errorReplies(409, 422) },
+      },
+    }, async (request, reply) => {
+      const canCreate = hasPermission(request.principal!, 'resource_config');
+      return runOperation(deps, request, reply, true, async (ctx) => {
+        const result = await messages.createMailbox(ctx, request.body, canCreate);
+        return { statusCode: result.created ? 201 : 200, body: result.view };
+      });
+    });
+
+    app.get('/mailboxes/:id/messages', {
+      config: read,
+      schema: {
+        tags,
+        description: 'Messages of the mailbox in send order; `state=READY` or `state=READY,CLAIMED` filters.',
+        params: schemas.idParams,
+        querystring: schemas.messageListQuery,
+        response: { 200: schemas.messagePage, ...errorReplies() },
+      },
+    }, async (request) => {
+      const { state, cursor, limit } = request.query;
+      return deps.store.read((tx) => messages.listMessages(tx, space(request), request.params.id, { states: state, cursor, limit }));
+    });
+
+    app.post('/mailboxes/:id/messages', {
+      config: write,
+      schema: {
+        tags,
+        description: 'Sends a message (201, READY). A workKey already sent to this mailbox answers 200 with the committed message; 429 BACKLOG_FULL when READY plus CLAIMED reach backlogLimit; 413 PAYLOAD_TOO_LARGE above 65,536 bytes of JSON.',
+        params: schemas.idParams,
+        headers: schemas.idempotencyHeaders,
+        body: schemas.sendBody,
+        response: { 200: schemas.messageView, 201: schemas.messageView, ...errorReplies(409, 413, 422, 429) },
+      },
+    }, async (request, reply) =>
+      runOperation(deps, request, reply, true, async (ctx) => {
+        const result = await messages.send(ctx, request.params.id, request.body);
+        return { statusCode: result.created ? 201 : 200, body: result.view };
+      }),
+    );
+
+    app.post('/mailboxes/:id/recv', {
+      config: write,
+      schema: {
+        tags,
+        description:
+          'Claims the oldest READY message whose scopeId is the request scopeId (exact match for now; scope subtrees come with task groups) under a lease. 204 when none is READY after waitMs (capped at 30000); an empty recv stores nothing under its Idempotency-Key.',
+        params: schemas.idParams,
+        headers: schemas.idempotencyHeaders,
+        body: schemas.recvBody,
+        response: { 200: schemas.deliveryView, ...errorReplies(409, 422) },
+      },
+    }, async (request, reply) => {
+      const attempt = () =>
+        attemptOperation(
+          deps,
+          request,
+          false,
+          async (ctx) => {
+            const delivery = await messages.recv(ctx, request.params.id, request.body);
+            return delivery ? { statusCode: 200, body: delivery } : { statusCode: 204, body: undefined };
+          },
+          (result) => result.statusCode !== 204,
+        );
+      // Each try is its own transaction; a send, nack or expiry on the mailbox wakes the next.
+      const outcome = await longPoll(deps, topicOf('mailbox', request.params.id), request.body.waitMs, attempt, (o) => o.statusCode !== 204);
+      return sendOutcome(reply, outcome);
+    });
+
+    const leaseSchema = (description: string) => ({ tags, description, params: schemas.idParams, headers: schemas.idempotencyHeaders });
+
+    app.post('/messages/:id/renew', {
+      config: write,
+      schema: {
+        ...leaseSchema('Extends the lease of a live claim to now + leaseSeconds; any other token is 409 LEASE_LOST.'),
+        body: schemas.renewBody,
+        response: { 200: schemas.renewReply, ...errorReplies(409, 422) },
+      },
+    }, async (request, reply) =>
+      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await messages.renew(ctx, request.params.id, request.body) })),
+    );
+
+    app.post('/messages/:id/complete', {
+      config: write,
+      schema: {
+        ...leaseSchema('ACKED: the claim ends and its token dies. An optional result is recorded; with mailboxId and scopeId it is also sent to that mailbox in the same transaction.'),
+        body: schemas.completeBody,
+        response: { 200: schemas.completeReply, ...errorReplies(409, 413, 422, 429) },
+      },
+    }, async (request, reply) =>
+      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await messages.complete(ctx, request.params.id, request.body) })),
+    );
+
+    app.post('/messages/:id/nack', {
+      config: write,
+      schema: {
+        ...leaseSchema('Gives the message back: READY with retry (DEAD after the 5th attempt), DEAD without. Answers the new state.'),
+        body: schemas.nackBody,
+        response: { 200: schemas.nackReply, ...errorReplies(409, 422) },
+      },
+    }, async (request, reply) =>
+      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await messages.nack(ctx, request.params.id, request.body) })),
+    );
+  };
+}

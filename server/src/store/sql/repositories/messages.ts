@@ -1,0 +1,155 @@
+import { assert, assertMailbox, assertMessage, type Mailbox, type MailboxRepository, type Message, type MessageRepository } from '@baton/core';
+import { fromJson, jsonParam, timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
+import type { SqlParam, SqlQueryable } from '../driver';
+
+type Row = Record<string, unknown>;
+
+const mailboxColumns = 'space_id, id, name, mode, recipient_id, backlog_limit, created_at, updated_at';
+
+function toMailbox(r: Row): Mailbox {
+  const m: Mailbox = {
+    spaceId: toText(r.space_id),
+    id: toText(r.id),
+    name: toText(r.name),
+    mode: toText(r.mode) as Mailbox['mode'],
+    recipientId: toTextOrNull(r.recipient_id),
+    backlogLimit: toInt(r.backlog_limit),
+    createdAt: toMs(r.created_at),
+    updatedAt: toMs(r.updated_at),
+  };
+  assertMailbox(m);
+  return m;
+}
+
+export function sqlMailboxes(q: SqlQueryable): MailboxRepository {
+  return {
+    async insert(m) {
+      // DO NOTHING on the name only: a create racing another of the same name answers as a repeat.
+      const inserted = await q.query(
+        `INSERT INTO mailboxes (${mailboxColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (space_id, name) DO NOTHING RETURNING id`,
+        [m.spaceId, m.id, m.name, m.mode, m.recipientId, m.backlogLimit, timeParam(m.createdAt), timeParam(m.updatedAt)],
+      );
+      return inserted.length === 1;
+    },
+    async get(spaceId, id, options) {
+      const lock = options?.forUpdate ? ' FOR UPDATE' : '';
+      const [row] = await q.query<Row>(`SELECT ${mailboxColumns} FROM mailboxes WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
+      return row && toMailbox(row);
+    },
+    async getByName(spaceId, name) {
+      const [row] = await q.query<Row>(`SELECT ${mailboxColumns} FROM mailboxes WHERE space_id = $1 AND name = $2`, [spaceId, name]);
+      return row && toMailbox(row);
+    },
+    async list(spaceId, afterName, limit) {
+      const rows =
+        afterName === null
+          ? await q.query<Row>(`SELECT ${mailboxColumns} FROM mailboxes WHERE space_id = $1 ORDER BY name LIMIT $2`, [spaceId, limit])
+          : await q.query<Row>(`SELECT ${mailboxColumns} FROM mailboxes WHERE space_id = $1 AND name > $2 ORDER BY name LIMIT $3`, [spaceId, afterName, limit]);
+      return rows.map(toMailbox);
+    },
+  };
+}
+
+const messageColumns =
+  'space_id, id, mailbox_id, seq, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at';
+
+function toMessage(r: Row): Message {
+  const m: Message = {
+    spaceId: toText(r.space_id),
+    id: toText(r.id),
+    mailboxId: toText(r.mailbox_id),
+    seq: toInt(r.seq),
+    scopeId: toText(r.scope_id),
+    payload: fromJson(r.payload),
+    workKey: toTextOrNull(r.work_key),
+    deadline: toMsOrNull(r.deadline),
+    state: toText(r.state) as Message['state'],
+    attempt: toInt(r.attempt),
+    tokenHash: toTextOrNull(r.token_hash),
+    holder: toTextOrNull(r.holder),
+    holderSession: toTextOrNull(r.holder_session),
+    leaseExpiresAt: toMsOrNull(r.lease_expires_at),
+    result: fromJson(r.result),
+    createdAt: toMs(r.created_at),
+    updatedAt: toMs(r.updated_at),
+  };
+  assertMessage(m);
+  return m;
+}
+
+/** The mutable columns, $3.. in this order after (space_id, id). */
+function stateParams(m: Message): SqlParam[] {
+  return [
+    m.state, m.attempt, m.tokenHash, m.holder, m.holderSession, timeParamOrNull(m.leaseExpiresAt), m.result === null ? null : jsonParam(m.result), timeParam(m.updatedAt),
+  ];
+}
+
+export function sqlMessages(q: SqlQueryable): MessageRepository {
+  return {
+    async insert(m) {
+      assertMessage({ ...m, seq: 0 });
+      const [row] = await q.query<Row>(
+        `INSERT INTO messages (space_id, id, mailbox_id, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16) RETURNING ${messageColumns}`,
+        [
+          m.spaceId, m.id, m.mailboxId, m.scopeId, jsonParam(m.payload), m.workKey, timeParamOrNull(m.deadline), m.state, m.attempt, m.tokenHash, m.holder, m.holderSession,
+          timeParamOrNull(m.leaseExpiresAt), m.result === null ? null : jsonParam(m.result), timeParam(m.createdAt), timeParam(m.updatedAt),
+        ],
+      );
+      return toMessage(row!);
+    },
+    async get(spaceId, id, options) {
+      const lock = options?.forUpdate ? ' FOR UPDATE' : '';
+      const [row] = await q.query<Row>(`SELECT ${messageColumns} FROM messages WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
+      return row && toMessage(row);
+    },
+    async getByWorkKey(spaceId, mailboxId, workKey) {
+      const [row] = await q.query<Row>(`SELECT ${messageColumns} FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND work_key = $3`, [spaceId, mailboxId, workKey]);
+      return row && toMessage(row);
+    },
+    async update(m) {
+      assertMessage(m);
+      const rows = await q.query(
+        `UPDATE messages SET state = $3, attempt = $4, token_hash = $5, holder = $6, holder_session = $7, lease_expires_at = $8, result = $9::jsonb, updated_at = $10
+         WHERE space_id = $1 AND id = $2 RETURNING id`,
+        [m.spaceId, m.id, ...stateParams(m)],
+      );
+      assert(rows.length === 1, `update of missing message ${m.id}`);
+    },
+    async list(spaceId, mailboxId, states, after, limit) {
+      const rows = await q.query<Row>(
+        `SELECT ${messageColumns} FROM messages
+         WHERE space_id = $1 AND mailbox_id = $2 AND seq > $3 AND ($4::text[] IS NULL OR state = ANY($4::text[]))
+         ORDER BY seq LIMIT $5`,
+        [spaceId, mailboxId, after ?? 0, states, limit],
+      );
+      return rows.map(toMessage);
+    },
+    async countLive(spaceId, mailboxId) {
+      const [row] = await q.query<{ n: unknown }>(`SELECT count(*) AS n FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND state IN ('READY', 'CLAIMED')`, [spaceId, mailboxId]);
+      return toInt(row?.n ?? 0);
+    },
+    async claimNext(c) {
+      // One statement: the subquery picks the oldest READY row and locks it, passing over rows
+      // other claims hold (SKIP LOCKED); the UPDATE claims it. Concurrent claims never wait on
+      // each other and never take one message twice. `state = 'READY'` again on the outer row
+      // is belt and braces: the locked row is re-checked against the subquery's WHERE anyway.
+      const [row] = await q.query<Row>(
+        `UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+         WHERE space_id = $1 AND state = 'READY' AND id = (
+           SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND scope_id = $3 AND state = 'READY'
+           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING ${messageColumns}`,
+        [c.spaceId, c.mailboxId, c.scopeId, c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
+      );
+      return row && toMessage(row);
+    },
+    async claimExpired(nowMs, limit) {
+      const rows = await q.query<Row>(
+        `SELECT ${messageColumns} FROM messages WHERE state = 'CLAIMED' AND lease_expires_at <= $1 ORDER BY lease_expires_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED`,
+        [timeParam(nowMs), limit],
+      );
+      return rows.map(toMessage);
+    },
+  };
+}

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { messages, SeededRandom, type ClaimRequest, type Mailbox, type NewMessage, type Store, type Tx } from '@baton/core';
+import { storeTargets } from './support/databases';
+
+/**
+ * Mailboxes and messages through the repository interfaces on every store: FIFO claims, and on
+ * PostgreSQL the claim's promise under concurrency (SKIP LOCKED): every message claimed once.
+ */
+const T0 = 1_700_000_000_000;
+
+describe.each(storeTargets())('message store conformance on $name', (target) => {
+  let store: Store;
+  let closeStore: () => Promise<void>;
+  let spaceId: string;
+
+  beforeEach(async () => {
+    const opened = await target.open();
+    store = opened.store;
+    closeStore = opened.close;
+    spaceId = randomUUID();
+    const orgId = randomUUID();
+    await store.transaction(async (tx) => {
+      await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: T0, updatedAt: T0 });
+      await tx.spaces.insert({ id: spaceId, orgId, name: 's', createdAt: T0, updatedAt: T0 });
+    });
+  });
+  afterEach(async () => closeStore());
+
+  const mailbox = (over: Partial<Mailbox> = {}): Mailbox => ({
+    id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0, ...over,
+  });
+  const message = (mailboxId: string, scopeId: string, over: Partial<NewMessage> = {}): NewMessage => ({
+    id: randomUUID(), spaceId, mailboxId, scopeId, payload: { n: 1 }, workKey: null, deadline: null, state: 'READY', attempt: 0,
+    tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, createdAt: T0, updatedAt: T0, ...over,
+  });
+  const claimOf = (mailboxId: string, scopeId: string, over: Partial<ClaimRequest> = {}): ClaimRequest => ({
+    spaceId, mailboxId, scopeId, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, ...over,
+  });
+  const seed = async (count: number, scopeId: string): Promise<{ box: Mailbox; ids: string[] }> => {
+    const box = mailbox();
+    const ids: string[] = [];
+    await store.transaction(async (tx) => {
+      await tx.mailboxes.insert(box);
+      for (let i = 0; i < count; i++) ids.push((await tx.messages.insert(message(box.id, scopeId, { payload: { i } }))).id);
+    });
+    return { box, ids };
+  };
+
+  it('round-trips a mailbox; a second of one name is refused without writing', async () => {
+    const box = mailbox({ mode: 'INBOX', recipientId: 'agent' });
+    expect(await store.transaction((tx) => tx.mailboxes.insert(box))).toBe(true);
+    expect(await store.transaction((tx) => tx.mailboxes.insert(mailbox({ name: box.name })))).toBe(false);
+    await store.read(async (tx) => {
+      expect(await tx.mailboxes.get(spaceId, box.id)).toEqual(box);
+      expect(await tx.mailboxes.getByName(spaceId, box.name)).toEqual(box);
+      expect(await tx.mailboxes.list(spaceId, null, 10)).toEqual([box]);
+      expect(await tx.mailboxes.get(randomUUID(), box.id)).toBeUndefined(); // tenant isolation
+    });
+  });
+
+  it('round-trips messages with increasing seq, finds by workKey, counts the live ones', async () => {
+    const scope = randomUUID();
+    const { box, ids } = await seed(2, scope);
+    const keyed = await store.transaction((tx) => tx.messages.insert(message(box.id, scope, { workKey: 'k', payload: [1, 'two', null, { deep: true }], deadline: T0 + 5 })));
+    await store.read(async (tx) => {
+      const all = await tx.messages.list(spaceId, box.id, null, null, 10);
+      expect(all.map((m) => m.id)).toEqual([...ids, keyed.id]);
+      expect(all[0]!.seq).toBeLessThan(all[1]!.seq);
+      expect(await tx.messages.get(spaceId, keyed.id)).toEqual(keyed);
+      expect(await tx.messages.getByWorkKey(spaceId, box.id, 'k')).toEqual(keyed);
+      expect(await tx.messages.list(spaceId, box.id, null, all[0]!.seq, 10)).toHaveLength(2);
+      expect(await tx.messages.countLive(spaceId, box.id)).toBe(3);
+    });
+  });
+
+  it('claims FIFO within the mailbox and scope, and the claim writes the lease', async () => {
+    const scope = randomUUID();
+    const { box, ids } = await seed(3, scope);
+    await store.transaction((tx) => tx.messages.insert(message(box.id, randomUUID())));
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const claimed = await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { holder: `h${i}` })));
+      expect(claimed).toMatchObject({ state: 'CLAIMED', attempt: 1, holder: `h${i}`, holderSession: 's', leaseExpiresAt: T0 + 30_000 });
+      order.push(claimed!.id);
+    }
+    expect(order).toEqual(ids);
+    expect(await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope)))).toBeUndefined();
+    await store.read(async (tx) => {
+      expect(await tx.messages.list(spaceId, box.id, ['CLAIMED'], null, 10)).toHaveLength(3);
+      expect(await tx.messages.list(spaceId, box.id, ['READY'], null, 10)).toHaveLength(1);
+    });
+  });
+
+  it('claims expired leases only, earliest first', async () => {
+    const scope = randomUUID();
+    const { box } = await seed(2, scope);
+    await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { leaseExpiresAt: T0 + 10_000 })));
+    await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { leaseExpiresAt: T0 + 5_000 })));
+    expect(await store.transaction((tx) => tx.messages.claimExpired(T0 + 1_000, 10))).toHaveLength(0);
+    const due = await store.transaction((tx) => tx.messages.claimExpired(T0 + 10_000, 10));
+    expect(due.map((m) => m.leaseExpiresAt)).toEqual([T0 + 5_000, T0 + 10_000]);
+  });
+
+  it('concurrent claims take every message exactly once (20 claims of 10 messages)', async () => {
+    const scope = randomUUID();
+    const { box, ids } = await seed(10, scope);
+    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { holder: `h${i}` })))));
+    const claimed = claims.filter((m) => m !== undefined).map((m) => m!.id);
+    expect(claimed.sort()).toEqual([...ids].sort());
+  });
+
+  it('sweepers on several servers expire each lease once', async () => {
+    const scope = randomUUID();
+    const { box } = await seed(6, scope);
+    const random = new SeededRandom(3);
+    const ctx = (tx: Tx) => ({ tx, spaceId, nowMs: T0, random });
+    for (let i = 0; i < 6; i++) await store.transaction((tx) => messages.claimNext(ctx(tx), { mailboxId: box.id, scopeId: scope, holder: 'h', holderSession: 's', leaseSeconds: 5 }));
+    const counts = await Promise.all(Array.from({ length: 4 }, () => store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 2))));
+    const more = await store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 100));
+    expect(counts.reduce((a, b) => a + b, 0) + more).toBe(6);
+    const journal = await store.read((tx) => tx.events.listAfter(spaceId, '0', 1_000));
+    const expired = journal.filter((e) => e.type === 'message.lease_expired').map((e) => String(e.data.messageId));
+    expect(new Set(expired).size).toBe(6);
+    expect(expired).toHaveLength(6);
+    expect(await store.read((tx) => tx.messages.countLive(spaceId, box.id))).toBe(6);
+    expect((await store.read((tx) => tx.messages.list(spaceId, box.id, ['READY'], null, 10))).length).toBe(6);
+  });
+});
