@@ -16,6 +16,8 @@ export const plantableBugs = [
   'allowance-skips-blocked-head',
   /** arrive counts an arrivalKey again that was already counted in the epoch (barriers). */
   'barrier-counts-repeat-arrival',
+  /** recv also claims a CLAIMED message whose lease is still live: two live leases, double delivery (memory store). */
+  'message-claims-leased',
 ] as const;
 export type PlantedBug = (typeof plantableBugs)[number];
 

@@ -2,6 +2,7 @@ import type { JournalEvent, Store } from '@baton/core';
 import type { Ledger } from './ledger';
 import type { SeenEvent } from './agents/watcher';
 import { checkAllowances } from './checks/allowances';
+import { checkMessagesFinal, type MessageLedger } from './checks/messages';
 
 /**
  * The invariants, checked against the store itself (the oracle) and against what clients were
@@ -46,7 +47,14 @@ interface JournalEntry {
   reservationState: string;
 }
 
-export async function checkFinal(store: Store, spaceId: string, budgetIds: string[], ledger: Ledger, watched: SeenEvent[]): Promise<string[]> {
+export interface MessageCheck {
+  mailboxIds: readonly string[];
+  ledger: MessageLedger;
+  /** The simulated time now: no message may be CLAIMED past its lease by then. */
+  nowMs: number;
+}
+
+export async function checkFinal(store: Store, spaceId: string, budgetIds: string[], ledger: Ledger, watched: SeenEvent[], messages?: MessageCheck): Promise<string[]> {
   const problems: string[] = [];
   const journal = await readJournal(store, spaceId);
   checkReservations(journal, ledger, problems);
@@ -54,6 +62,7 @@ export async function checkFinal(store: Store, spaceId: string, budgetIds: strin
   await checkBalances(store, spaceId, budgetIds, entries, problems);
   checkWatcher(journal, watched, problems);
   checkAllowances(journal, problems);
+  if (messages) problems.push(...(await checkMessagesFinal(store, spaceId, messages.mailboxIds, journal, messages.ledger, messages.nowMs)));
   return problems;
 }
 

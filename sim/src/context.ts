@@ -19,5 +19,8 @@ export interface SimContext {
   auth(): { spaceId: string; key: string };
   budgetIds: string[];
   allowanceIds: string[];
+  /** The run's mailboxes (one or two, made at set-up) and the one scopeId messages are sent and received under. */
+  mailboxIds: string[];
+  messageScopeId: string;
   phase: Phase;
 }

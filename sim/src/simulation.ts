@@ -3,9 +3,12 @@ import { openStore, createScratchDatabase } from '@baton/server';
 import { Janitor } from './agents/janitor';
 import { BarrierWorkload } from './barriers';
 import { QuotaAgent } from './agents/quota-agent';
+import { MessageSender } from './agents/message-sender';
+import { MessageWorker } from './agents/message-worker';
 import { Spender } from './agents/spender';
 import { Watcher } from './agents/watcher';
 import { checkFinal, checkStep } from './checker';
+import { MessageLedger } from './checks/messages';
 import type { Phase, SimContext } from './context';
 import { drawFaults, noFaults, type Faults } from './faults';
 import { Ledger } from './ledger';
@@ -73,6 +76,8 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       auth: () => tenant,
       budgetIds: tenant.budgetIds,
       allowanceIds: tenant.allowanceIds,
+      mailboxIds: tenant.mailboxIds,
+      messageScopeId: tenant.messageScopeId,
       get phase() {
         return phase;
       },
@@ -81,7 +86,10 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const barriers = await BarrierWorkload.setUp(server, sim, rng.fork('barriers'));
     const watcher = new Watcher('watcher', sim);
     const workers = Array.from({ length: config.agents }, (_, i) => (i % 3 === 2 ? new QuotaAgent(`quota${i}`, sim) : new Spender(`agent${i}`, sim)));
-    const agents = [...workers, new Janitor('janitor', sim), watcher];
+    const messageLedger = new MessageLedger((message) => ledger.violation(message), ledger.crashedSessions);
+    // Message agents run besides --agents (a fixed few, like the barrier agents): one sender, two workers, one of them often slow.
+    const messageAgents = [new MessageSender('sender0', sim, messageLedger), new MessageWorker('mworker0', sim, messageLedger, 0.1), new MessageWorker('mworker1', sim, messageLedger, 0.35)];
+    const agents = [...workers, new Janitor('janitor', sim), watcher, ...messageAgents];
     for (const agent of agents) agent.start();
     for (const agent of barriers.agents()) agent.start();
     scheduleServerFaults(scheduler, server, rng.fork('server-faults'), sim, trace);
@@ -102,7 +110,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const drainEndMs = scheduler.now() + 10_000;
     while ((scheduler.nextAtMs() ?? Infinity) <= drainEndMs) await scheduler.step();
     while ((await drive(scheduler, watcher.readPage())) > 0);
-    if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen)));
+    if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen, { mailboxIds: tenant.mailboxIds, ledger: messageLedger, nowMs: scheduler.now() })));
     if (ledger.violations.length === 0) ledger.violations.push(...(await barriers.checkFinal(store)));
     return {
       config: { ...config, faults },
@@ -144,6 +152,8 @@ interface Tenant {
   key: string;
   budgetIds: string[];
   allowanceIds: string[];
+  mailboxIds: string[];
+  messageScopeId: string;
 }
 
 /** The operator's set-up, straight to the server: it is not what the run tests. */
@@ -176,7 +186,21 @@ async function setUpTenant(server: ServerHost, rng: SimRandom): Promise<Tenant> 
     );
     allowanceIds.push(allowance.id);
   }
-  return { spaceId: space.id, key: key.secret, budgetIds, allowanceIds };
+  // Its own stream, drawn from no other, so the mailboxes leave every other choice of the run alone.
+  const mailboxRng = new SimRandom(`${rng.seed}/mailboxes`);
+  const mailboxIds: string[] = [];
+  for (let i = 0, n = mailboxRng.int(1, 2); i < n; i++) {
+    const mailbox = must(
+      await server.handle({
+        method: 'POST',
+        path: `/v1/spaces/${space.id}/mailboxes`,
+        headers: { authorization: `Bearer ${key.secret}`, 'idempotency-key': `setup-mailbox-${i}` },
+        body: { name: `mailbox${i}`, mode: 'WORK', backlogLimit: 1_000 },
+      }),
+    );
+    mailboxIds.push(mailbox.id);
+  }
+  return { spaceId: space.id, key: key.secret, budgetIds, allowanceIds, mailboxIds, messageScopeId: mailboxRng.uuid() };
 }
 
 /** Steps the scheduler until `work` settles: driving a call made from outside any agent. */

@@ -2,6 +2,7 @@ import { assert } from '../../assert';
 import type { Mailbox, Message } from '../../messages/model';
 import { assertMessage, claim } from '../../messages/rules';
 import type { MailboxRepository, MessageRepository } from '../message-repositories';
+import { plantedBugs } from '../../planted-bugs';
 import type { LockOptions } from '../repositories';
 import { MemoryTable } from './table';
 
@@ -66,8 +67,8 @@ export function memoryMessages(undoLog: () => (() => void)[] | undefined): { mai
           .map((m) => structuredClone(m)),
       countLive: async (spaceId, mailboxId) => select((m) => m.spaceId === spaceId && m.mailboxId === mailboxId && (m.state === 'READY' || m.state === 'CLAIMED')).length,
       claimNext: async (c) => {
-        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId && m.state === 'READY');
-        return oldest && write(claim(oldest, c));
+        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId && (m.state === 'READY' || (m.state === 'CLAIMED' && plantedBugs.has('message-claims-leased'))));
+        return oldest && write(claim(oldest.state === 'CLAIMED' ? { ...oldest, state: 'READY' } : oldest, c));
       },
       claimExpired: async (nowMs, limit) =>
         [...messages.scan()]
