@@ -31,7 +31,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0, ...over,
   });
   const message = (mailboxId: string, scopeId: string, over: Partial<NewMessage> = {}): NewMessage => ({
-    id: randomUUID(), spaceId, mailboxId, scopeId, payload: { n: 1 }, workKey: null, deadline: null, state: 'READY', attempt: 0,
+    id: randomUUID(), spaceId, mailboxId, scopeId, payload: { n: 1 }, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
     tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, createdAt: T0, updatedAt: T0, ...over,
   });
   const claimOf = (mailboxId: string, scopeId: string, over: Partial<ClaimRequest> = {}): ClaimRequest => ({

@@ -36,6 +36,8 @@ export interface Message {
   payload: unknown;
   workKey: string | null;
   deadline: number | null;
+  /** The task whose delivery this message is (core/src/tasks), or null for a plain send. */
+  taskId: string | null;
   state: MessageState;
   /** Claims so far; each claim adds one. */
   attempt: number;

@@ -10,6 +10,7 @@ import { isoFromMs, msFromIso } from '../time';
 import type { Mailbox, Message, MessageListPosition, MessageState } from './model';
 import { acked, assertMailbox, failedAttempt, holdsLease, leaseUntil, maxPayloadBytes, newToken, payloadBytes, renewed } from './rules';
 import { deliveryView, mailboxView, messageView } from './views';
+import * as taskHooks from '../tasks/service';
 
 /**
  * Mailboxes and messages with leases (decisions §6). Lock order (docs/lock-order.md): a
@@ -119,6 +120,8 @@ export interface SendRequest {
   payload: unknown;
   workKey?: string | undefined;
   deadline?: string | undefined;
+  /** Set when the message is a task's delivery (core/src/tasks). */
+  taskId?: string | undefined;
 }
 
 /**
@@ -144,6 +147,7 @@ export async function send(ctx: OpContext, mailboxId: string, body: SendBody | S
     payload: body.payload ?? null,
     workKey: body.workKey ?? null,
     deadline: body.deadline === undefined ? null : msFromIso(body.deadline),
+    taskId: ('taskId' in body ? body.taskId : undefined) ?? null,
     state: 'READY',
     attempt: 0,
     tokenHash: null,
@@ -196,6 +200,7 @@ export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
     messageEvent(message, eventTypes.messageClaimed, { holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!) }),
   ]);
+  await taskHooks.onClaimed(ctx.tx, ctx.nowMs, message);
   return { message, token };
 }
 
@@ -241,6 +246,7 @@ export async function complete(ctx: OpContext, messageId: string, body: Complete
   const next = acked(message, result, ctx.nowMs);
   await ctx.tx.messages.update(next);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null })]);
+  await taskHooks.onAcked(ctx.tx, ctx.nowMs, next, result?.payload);
   let resultMessageId: string | null = null;
   if (result?.mailboxId !== undefined && result.scopeId !== undefined) {
     const published = await send(ctx, result.mailboxId, { scopeId: result.scopeId, payload: result.payload ?? null, workKey: result.workKey });
@@ -257,6 +263,7 @@ export async function nack(ctx: OpContext, messageId: string, body: NackBody): P
   const events = [messageEvent(next, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state: next.state })];
   if (next.state === 'DEAD') events.push(deadEvent(next, body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED'));
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
+  await taskHooks.onFailedAttempt(ctx.tx, ctx.nowMs, next, body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED');
   return { state: next.state };
 }
 
@@ -275,6 +282,7 @@ export async function expireLeases(tx: Tx, nowMs: number, limit: number): Promis
     const events = [messageEvent(next, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state: next.state })];
     if (next.state === 'DEAD') events.push(deadEvent(next, 'ATTEMPTS_EXHAUSTED'));
     await tx.events.append(message.spaceId, nowMs, events);
+    await taskHooks.onFailedAttempt(tx, nowMs, next, 'ATTEMPTS_EXHAUSTED');
   }
   return expired.length;
 }

@@ -6,3 +6,4 @@ export * from './events';
 export * from './admin';
 export * from './allowances';
 export * from './messages';
+export * from './tasks';

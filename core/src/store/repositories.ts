@@ -2,6 +2,7 @@ import type { Barrier, BarrierArrival, BarrierListPosition, BarrierState } from 
 import type { Budget, BudgetEntry, Reservation } from '../budgets/model';
 import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from './allowance-repositories';
 import type { MailboxRepository, MessageRepository } from './message-repositories';
+import type { TaskRepository } from './task-repositories';
 import type { JournalEvent, NewEvent } from '../events/model';
 import type { Pool, WorkLimit } from '../pools/model';
 import type { ApiKey, Org, Space } from '../tenancy/model';
@@ -154,7 +155,9 @@ export interface Repositories {
   workLimits: WorkLimitRepository;
   mailboxes: MailboxRepository;
   messages: MessageRepository;
+  tasks: TaskRepository;
 }
 
 export type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from './allowance-repositories';
 export type { MailboxRepository, MessageRepository } from './message-repositories';
+export type { TaskRepository } from './task-repositories';

@@ -1,4 +1,4 @@
-import { allowances, budgets, messages, type Clock, type Store } from '@baton/core';
+import { allowances, budgets, messages, tasks, type Clock, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 
 /** Rows one sweep transaction handles; a full batch means more are due, so the sweep goes on. */
@@ -36,6 +36,8 @@ export class BackgroundWork {
     await this.untilDone((nowMs) => this.store.transaction((tx) => allowances.serveDueLines(tx, nowMs, batchSize)));
     // Message leases that ran out go back to READY (or DEAD): their tokens die, recv wakes.
     await this.untilDone((nowMs) => this.store.transaction((tx) => messages.expireLeases(tx, nowMs, batchSize)));
+    // Tasks whose deadline passed before success become EXPIRED; a READY delivery is cancelled.
+    await this.untilDone((nowMs) => this.store.transaction((tx) => tasks.expireDeadlines(tx, nowMs, batchSize)));
   }
 
   /** Repeats a batch while batches come back full: more is due than one transaction should hold. */

@@ -7,6 +7,7 @@ import type { Pool, WorkLimit } from '../../pools/model';
 import { memoryPools } from './pools';
 import { memoryBarriers } from './barriers';
 import { memoryMessages } from './messages';
+import { memoryTasks } from './tasks';
 import type { ApiKey, Org, Space } from '../../tenancy/model';
 import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
 import type { Store, Tx } from '../store';
@@ -83,6 +84,7 @@ export class MemoryStore implements Store {
       ...memoryPools(this.poolTables),
       barriers: memoryBarriers(this.log),
       ...memoryMessages(this.log),
+      ...memoryTasks(this.log, () => this.events.scan()),
       orgs: {
         insert: async (org) => insertNew(orgs, org.id, org),
         get: async (id) => orgs.get(id),

@@ -27,6 +27,13 @@ export class MemoryTable<V> {
     this.rows.set(key, structuredClone(value));
   }
 
+  delete(key: string): void {
+    if (!this.rows.has(key)) return;
+    const before = this.rows.get(key) as V;
+    this.undoLog()?.push(() => this.rows.set(key, before));
+    this.rows.delete(key);
+  }
+
   /** Live values, not clones: for scans that filter and then clone what they return. */
   *scan(): IterableIterator<V> {
     yield* this.rows.values();

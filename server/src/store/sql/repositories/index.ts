@@ -12,6 +12,7 @@ import { sqlOrgs } from './orgs';
 import { sqlPools } from './pools';
 import { sqlReservations } from './reservations';
 import { sqlSpaces } from './spaces';
+import { sqlTasks } from './tasks';
 import { sqlWorkLimits } from './work-limits';
 
 /** The repositories over one connection or transaction. Cheap: plain closures, no state. */
@@ -33,5 +34,6 @@ export function sqlRepositories(q: SqlQueryable): Repositories {
     workLimits: sqlWorkLimits(q),
     mailboxes: sqlMailboxes(q),
     messages: sqlMessages(q),
+    tasks: sqlTasks(q),
   };
 }

@@ -51,7 +51,7 @@ export function sqlMailboxes(q: SqlQueryable): MailboxRepository {
 }
 
 const messageColumns =
-  'space_id, id, mailbox_id, seq, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at';
+  'space_id, id, mailbox_id, seq, scope_id, payload, work_key, deadline, task_id, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at';
 
 function toMessage(r: Row): Message {
   const m: Message = {
@@ -63,6 +63,7 @@ function toMessage(r: Row): Message {
     payload: fromJson(r.payload),
     workKey: toTextOrNull(r.work_key),
     deadline: toMsOrNull(r.deadline),
+    taskId: toTextOrNull(r.task_id),
     state: toText(r.state) as Message['state'],
     attempt: toInt(r.attempt),
     tokenHash: toTextOrNull(r.token_hash),
@@ -89,11 +90,11 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     async insert(m) {
       assertMessage({ ...m, seq: 0 });
       const [row] = await q.query<Row>(
-        `INSERT INTO messages (space_id, id, mailbox_id, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16) RETURNING ${messageColumns}`,
+        `INSERT INTO messages (space_id, id, mailbox_id, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at, task_id)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17) RETURNING ${messageColumns}`,
         [
           m.spaceId, m.id, m.mailboxId, m.scopeId, jsonParam(m.payload), m.workKey, timeParamOrNull(m.deadline), m.state, m.attempt, m.tokenHash, m.holder, m.holderSession,
-          timeParamOrNull(m.leaseExpiresAt), m.result === null ? null : jsonParam(m.result), timeParam(m.createdAt), timeParam(m.updatedAt),
+          timeParamOrNull(m.leaseExpiresAt), m.result === null ? null : jsonParam(m.result), timeParam(m.createdAt), timeParam(m.updatedAt), m.taskId,
         ],
       );
       return toMessage(row!);

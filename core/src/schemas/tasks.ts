@@ -1,0 +1,88 @@
+import { z } from 'zod';
+import { maxPoolRequirements, maxQuotaRequirements, taskStates } from '../tasks/model';
+import { stateFilter } from './barriers';
+import { listQuery, minorAmount, name, pageOf, text, timestamp, uuid, uuidInput } from './common';
+import { messageView } from './messages';
+
+const units = z.number().int().min(1).max(1_000_000);
+const jsonInput = z
+  .unknown()
+  .refine((v) => !JSON.stringify(v ?? null).includes('\\u0000'), { message: 'must not contain U+0000' })
+  .describe('Any JSON value, at most 65,536 bytes as JSON');
+
+export const taskRequirements = z.object({
+  pools: z.array(z.object({ name, units })).max(maxPoolRequirements).default([]),
+  quotas: z.array(z.object({ name, units })).max(maxQuotaRequirements).default([]),
+  budgets: z.array(z.object({ name, reserveMinor: minorAmount })).max(16).default([]),
+});
+
+export const taskSubmitBody = z.object({
+  scopeId: uuidInput,
+  mailboxId: uuidInput,
+  taskKey: text(1, 512),
+  input: jsonInput.optional(),
+  deadline: timestamp.optional(),
+  subscriberId: text(1, 512).optional(),
+  requirements: taskRequirements.optional(),
+  workLimit: name.optional(),
+});
+export type TaskSubmitBody = z.infer<typeof taskSubmitBody>;
+
+export const taskCancelBody = z.object({ reason: z.string().max(512).optional() });
+export type TaskCancelBody = z.infer<typeof taskCancelBody>;
+export const taskJoinBody = z.object({ subscriberId: text(1, 512), scopeId: uuidInput });
+export type TaskJoinBody = z.infer<typeof taskJoinBody>;
+export const taskDetachBody = z.object({ subscriberId: text(1, 512) });
+export type TaskDetachBody = z.infer<typeof taskDetachBody>;
+
+export const taskListQuery = listQuery.extend({ scopeId: uuidInput.optional(), state: stateFilter(taskStates) });
+export type TaskListQuery = z.infer<typeof taskListQuery>;
+export const taskIdParams = z.object({ spaceId: uuidInput, taskId: uuidInput });
+
+export const taskSubmitReply = z.object({ taskId: uuid, state: z.enum(taskStates), created: z.boolean() }).meta({ id: 'TaskSubmitted' });
+export type TaskSubmitReply = z.infer<typeof taskSubmitReply>;
+export const taskStateReply = z.object({ taskId: uuid, state: z.enum(taskStates) }).meta({ id: 'TaskState' });
+export type TaskStateReply = z.infer<typeof taskStateReply>;
+export const taskDetachReply = z.object({ taskId: uuid, state: z.enum(taskStates), detached: z.boolean() }).meta({ id: 'TaskDetached' });
+export type TaskDetachReply = z.infer<typeof taskDetachReply>;
+
+const subscriberView = z.object({ subscriberId: z.string(), scopeId: uuid, joinedAt: timestamp });
+
+export const taskView = z
+  .object({
+    id: uuid,
+    taskKey: z.string(),
+    fingerprint: z.string(),
+    mailboxId: uuid,
+    scopeId: uuid,
+    state: z.enum(taskStates),
+    input: z.unknown(),
+    requirements: z.object({
+      pools: z.array(z.object({ name: z.string(), units: z.number().int() })),
+      quotas: z.array(z.object({ name: z.string(), units: z.number().int() })),
+      budgets: z.array(z.object({ name: z.string(), reserveMinor: z.string() })),
+    }),
+    workLimit: z.string().nullable(),
+    deadline: timestamp.nullable(),
+    attempts: z.number().int(),
+    outcome: z.unknown(),
+    failureReason: z.string().nullable(),
+    subscribers: z.array(subscriberView),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Task' });
+export type TaskView = z.infer<typeof taskView>;
+export const taskPage = pageOf(taskView);
+
+const journalEventView = z.object({ eventId: z.string(), type: z.string(), aggregate: z.object({ type: z.string(), id: z.string() }), scopeId: z.string().nullable(), occurredAt: timestamp, data: z.record(z.string(), z.unknown()) });
+
+export const taskDebugView = z
+  .object({
+    task: taskView,
+    messages: z.array(messageView),
+    attempts: z.array(z.object({ messageId: uuid, attempt: z.number().int(), holder: z.string().nullable(), holderSession: z.string().nullable(), leaseExpiresAt: timestamp.nullable(), claimedAt: timestamp })),
+    events: z.array(journalEventView),
+  })
+  .meta({ id: 'TaskDebug' });
+export type TaskDebugView = z.infer<typeof taskDebugView>;

@@ -1,0 +1,78 @@
+import { assert } from '../../assert';
+import type { JournalEvent } from '../../events/model';
+import type { Task, TaskSubscriber } from '../../tasks/model';
+import { assertTask } from '../../tasks/rules';
+import type { LockOptions } from '../repositories';
+import type { TaskRepository } from '../task-repositories';
+import { MemoryTable } from './table';
+
+const key = (spaceId: string, id: string): string => `${spaceId}\u0000${id}`;
+const byCreated = (a: Task, b: Task): number => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** Tasks in memory; transactions run one at a time, so a lock is a no-op. */
+export function memoryTasks(undoLog: () => (() => void)[] | undefined, events: () => Iterable<JournalEvent>): { tasks: TaskRepository } {
+  const tasks = new MemoryTable<Task>(undoLog);
+  const subscribers = new MemoryTable<TaskSubscriber>(undoLog);
+  const lock = (_options?: LockOptions): void => undefined;
+  const select = (match: (t: Task) => boolean): Task[] => [...tasks.scan()].filter(match).sort(byCreated);
+  const subKey = (spaceId: string, taskId: string, subscriberId: string): string => `${spaceId}\u0000${taskId}\u0000${subscriberId}`;
+
+  return {
+    tasks: {
+      insert: async (t) => {
+        assertTask(t);
+        if (select((x) => x.spaceId === t.spaceId && x.taskKey === t.taskKey).length > 0) return false;
+        assert(!tasks.has(key(t.spaceId, t.id)), `duplicate task ${t.id}`);
+        tasks.set(key(t.spaceId, t.id), t);
+        return true;
+      },
+      get: async (spaceId, id, options) => (lock(options), tasks.get(key(spaceId, id))),
+      getByKey: async (spaceId, taskKey) => structuredClone(select((t) => t.spaceId === spaceId && t.taskKey === taskKey)[0]),
+      update: async (t) => {
+        assertTask(t);
+        assert(tasks.has(key(t.spaceId, t.id)), `update of missing task ${t.id}`);
+        tasks.set(key(t.spaceId, t.id), t);
+      },
+      list: async (spaceId, scopeId, states, after, limit) =>
+        select(
+          (t) =>
+            t.spaceId === spaceId &&
+            (scopeId === null || t.scopeId === scopeId) &&
+            (states === null || states.includes(t.state)) &&
+            (after === null || byCreated(t, { ...t, createdAt: after.createdAt, id: after.id }) > 0),
+        )
+          .slice(0, limit)
+          .map((t) => structuredClone(t)),
+      claimDeadlinePassed: async (nowMs, limit) =>
+        [...tasks.scan()]
+          .filter((t) => (t.state === 'PENDING' || t.state === 'RUNNING') && t.deadline !== null && t.deadline <= nowMs)
+          .sort((a, b) => a.deadline! - b.deadline! || byCreated(a, b))
+          .slice(0, limit)
+          .map((t) => structuredClone(t)),
+      addSubscriber: async (s) => {
+        const k = subKey(s.spaceId, s.taskId, s.subscriberId);
+        if (subscribers.has(k)) return false;
+        assert(tasks.has(key(s.spaceId, s.taskId)), `subscriber of missing task ${s.taskId}`);
+        subscribers.set(k, s);
+        return true;
+      },
+      removeSubscriber: async (spaceId, taskId, subscriberId) => {
+        const k = subKey(spaceId, taskId, subscriberId);
+        if (!subscribers.has(k)) return false;
+        subscribers.delete(k);
+        return true;
+      },
+      listSubscribers: async (spaceId, taskId) =>
+        [...subscribers.scan()]
+          .filter((s) => s.spaceId === spaceId && s.taskId === taskId)
+          .sort((a, b) => a.joinedAt - b.joinedAt || (a.subscriberId < b.subscriberId ? -1 : a.subscriberId > b.subscriberId ? 1 : 0))
+          .map((s) => structuredClone(s)),
+      listEvents: async (spaceId, taskId, limit) =>
+        [...events()]
+          .filter((e) => e.spaceId === spaceId && e.aggregateType === 'task' && e.aggregateId === taskId)
+          .sort((a, b) => Number(a.eventId) - Number(b.eventId))
+          .slice(0, limit)
+          .map((e) => structuredClone(e)),
+    },
+  };
+}

@@ -1,0 +1,28 @@
+import type { JournalEvent } from '../events/model';
+import type { Task, TaskListPosition, TaskState, TaskSubscriber } from '../tasks/model';
+import type { LockOptions } from './repositories';
+
+/** Tasks and their subscribers (core/src/tasks). */
+export interface TaskRepository {
+  /** False, writing nothing, when the space already has a task of that taskKey (a concurrent submit won). */
+  insert(task: Task): Promise<boolean>;
+  get(spaceId: string, id: string, options?: LockOptions): Promise<Task | undefined>;
+  getByKey(spaceId: string, taskKey: string): Promise<Task | undefined>;
+  update(task: Task): Promise<void>;
+  /** Tasks in (createdAt, id) order after `after` (exclusive), optionally of one scope and in any of `states`. */
+  list(spaceId: string, scopeId: string | null, states: readonly TaskState[] | null, after: TaskListPosition | null, limit: number): Promise<Task[]>;
+  /**
+   * PENDING or RUNNING tasks of any space whose deadline is at or before `nowMs`, earliest first,
+   * locked for this transaction together with their delivery message (message first in the lock
+   * order). Rows another transaction holds are skipped (SKIP LOCKED): the sweep never waits.
+   */
+  claimDeadlinePassed(nowMs: number, limit: number): Promise<Task[]>;
+  /** False, writing nothing, when the subscriber is already subscribed. */
+  addSubscriber(subscriber: TaskSubscriber): Promise<boolean>;
+  /** False when the subscriber was not subscribed. */
+  removeSubscriber(spaceId: string, taskId: string, subscriberId: string): Promise<boolean>;
+  /** Subscribers in join order (joinedAt, subscriberId). */
+  listSubscribers(spaceId: string, taskId: string): Promise<TaskSubscriber[]>;
+  /** Journal events whose aggregate is this task, in journal order (the debugger view). */
+  listEvents(spaceId: string, taskId: string, limit: number): Promise<JournalEvent[]>;
+}

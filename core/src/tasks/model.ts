@@ -1,0 +1,53 @@
+/** Tasks as stored (decisions §6). Times are epoch ms from the injected clock. */
+export const taskStates = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED'] as const;
+export type TaskState = (typeof taskStates)[number];
+
+export const terminalTaskStates: readonly TaskState[] = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED'];
+export const isTerminalTask = (state: TaskState): boolean => terminalTaskStates.includes(state);
+
+/** Requirements per task (spec limits): at most 4 pools and 4 quotas. */
+export const maxPoolRequirements = 4;
+export const maxQuotaRequirements = 4;
+
+export interface TaskRequirements {
+  pools: { name: string; units: number }[];
+  quotas: { name: string; units: number }[];
+  budgets: { name: string; reserveMinor: string }[];
+}
+
+export interface Task {
+  id: string;
+  spaceId: string;
+  taskKey: string;
+  /** SHA-256 over canonical JSON of mailboxId, input, requirements and workLimit. */
+  fingerprint: string;
+  mailboxId: string;
+  scopeId: string;
+  state: TaskState;
+  input: unknown;
+  requirements: TaskRequirements;
+  workLimit: string | null;
+  deadline: number | null;
+  /** Claims of the task's delivery so far. */
+  attempts: number;
+  outcome: unknown;
+  failureReason: string | null;
+  /** The task's delivery: a message in its mailbox carrying the taskId (set in the submit transaction). */
+  messageId: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface TaskSubscriber {
+  spaceId: string;
+  taskId: string;
+  subscriberId: string;
+  scopeId: string;
+  joinedAt: number;
+}
+
+/** Position in the task list, which is ordered by (createdAt, id). */
+export interface TaskListPosition {
+  createdAt: number;
+  id: string;
+}

@@ -1,0 +1,141 @@
+import { assert, assertTask, type JournalEvent, type Task, type TaskRepository, type TaskSubscriber } from '@baton/core';
+import { fromJson, jsonParam, timeParam, timeParamOrNull, toBigint, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
+import type { SqlQueryable } from '../driver';
+import { encodePosition } from './events';
+
+type Row = Record<string, unknown>;
+
+const columns =
+  'space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input, requirements, work_limit, deadline, attempts, outcome, failure_reason, message_id, created_at, updated_at';
+
+function toTask(r: Row): Task {
+  const t: Task = {
+    spaceId: toText(r.space_id),
+    id: toText(r.id),
+    taskKey: toText(r.task_key),
+    fingerprint: toText(r.fingerprint),
+    mailboxId: toText(r.mailbox_id),
+    scopeId: toText(r.scope_id),
+    state: toText(r.state) as Task['state'],
+    input: fromJson(r.input),
+    requirements: fromJson<Task['requirements']>(r.requirements),
+    workLimit: toTextOrNull(r.work_limit),
+    deadline: toMsOrNull(r.deadline),
+    attempts: toInt(r.attempts),
+    outcome: fromJson(r.outcome),
+    failureReason: toTextOrNull(r.failure_reason),
+    messageId: toTextOrNull(r.message_id),
+    createdAt: toMs(r.created_at),
+    updatedAt: toMs(r.updated_at),
+  };
+  assertTask(t);
+  return t;
+}
+
+const toSubscriber = (r: Row): TaskSubscriber => ({
+  spaceId: toText(r.space_id),
+  taskId: toText(r.task_id),
+  subscriberId: toText(r.subscriber_id),
+  scopeId: toText(r.scope_id),
+  joinedAt: toMs(r.joined_at),
+});
+
+const jsonOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : jsonParam(v));
+
+export function sqlTasks(q: SqlQueryable): TaskRepository {
+  return {
+    async insert(t) {
+      assertTask(t);
+      // DO NOTHING on the taskKey only: a submit racing another of the same key answers as a join.
+      const inserted = await q.query(
+        `INSERT INTO tasks (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17)
+         ON CONFLICT (space_id, task_key) DO NOTHING RETURNING id`,
+        [
+          t.spaceId, t.id, t.taskKey, t.fingerprint, t.mailboxId, t.scopeId, t.state, jsonParam(t.input), jsonParam(t.requirements), t.workLimit, timeParamOrNull(t.deadline),
+          t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.createdAt), timeParam(t.updatedAt),
+        ],
+      );
+      return inserted.length === 1;
+    },
+    async get(spaceId, id, options) {
+      const lock = options?.forUpdate ? ' FOR UPDATE' : '';
+      const [row] = await q.query<Row>(`SELECT ${columns} FROM tasks WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
+      return row && toTask(row);
+    },
+    async getByKey(spaceId, taskKey) {
+      const [row] = await q.query<Row>(`SELECT ${columns} FROM tasks WHERE space_id = $1 AND task_key = $2`, [spaceId, taskKey]);
+      return row && toTask(row);
+    },
+    async update(t) {
+      assertTask(t);
+      const rows = await q.query(
+        `UPDATE tasks SET state = $3, attempts = $4, outcome = $5::jsonb, failure_reason = $6, message_id = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING id`,
+        [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt)],
+      );
+      assert(rows.length === 1, `update of missing task ${t.id}`);
+    },
+    async list(spaceId, scopeId, states, after, limit) {
+      const rows = await q.query<Row>(
+        `SELECT ${columns} FROM tasks
+         WHERE space_id = $1 AND ($2::text IS NULL OR scope_id = $2) AND ($3::text[] IS NULL OR state = ANY($3::text[]))
+           AND ($4::timestamptz IS NULL OR (created_at, id) > ($4::timestamptz, $5::text))
+         ORDER BY created_at, id LIMIT $6`,
+        [spaceId, scopeId, states, after === null ? null : timeParam(after.createdAt), after?.id ?? '', limit],
+      );
+      return rows.map(toTask);
+    },
+    async claimDeadlinePassed(nowMs, limit) {
+      // Every task has its delivery (both are written by one submit transaction), so an inner
+      // join loses none; FOR UPDATE cannot lock the nullable side of an outer join anyway.
+      // Locks the task and its delivery together, passing over either when another transaction
+      // holds it (a complete holds the message): never waits, so never deadlocks with the
+      // message-then-task order of the message service.
+      const rows = await q.query<Row>(
+        `SELECT ${columns.split(', ').map((c) => `t.${c}`).join(', ')} FROM tasks t
+         JOIN messages m ON m.space_id = t.space_id AND m.id = t.message_id
+         WHERE t.state IN ('PENDING', 'RUNNING') AND t.deadline IS NOT NULL AND t.deadline <= $1
+         ORDER BY t.deadline, t.created_at, t.id LIMIT $2 FOR UPDATE OF t, m SKIP LOCKED`,
+        [timeParam(nowMs), limit],
+      );
+      return rows.map(toTask);
+    },
+    async addSubscriber(s) {
+      const rows = await q.query(
+        `INSERT INTO task_subscribers (space_id, task_id, subscriber_id, scope_id, joined_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (space_id, task_id, subscriber_id) DO NOTHING RETURNING subscriber_id`,
+        [s.spaceId, s.taskId, s.subscriberId, s.scopeId, timeParam(s.joinedAt)],
+      );
+      return rows.length === 1;
+    },
+    async removeSubscriber(spaceId, taskId, subscriberId) {
+      const rows = await q.query(`DELETE FROM task_subscribers WHERE space_id = $1 AND task_id = $2 AND subscriber_id = $3 RETURNING subscriber_id`, [spaceId, taskId, subscriberId]);
+      return rows.length === 1;
+    },
+    async listSubscribers(spaceId, taskId) {
+      const rows = await q.query<Row>(
+        `SELECT space_id, task_id, subscriber_id, scope_id, joined_at FROM task_subscribers WHERE space_id = $1 AND task_id = $2 ORDER BY joined_at, subscriber_id`,
+        [spaceId, taskId],
+      );
+      return rows.map(toSubscriber);
+    },
+    async listEvents(spaceId, taskId, limit) {
+      const rows = await q.query<Row>(
+        `SELECT space_id, tx::text AS xid, event_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at FROM events
+         WHERE space_id = $1 AND aggregate_type = 'task' AND aggregate_id = $2 ORDER BY tx, event_id LIMIT $3`,
+        [spaceId, taskId, limit],
+      );
+      return rows.map(
+        (r): JournalEvent => ({
+          eventId: encodePosition(toBigint(r.xid), toBigint(r.event_id)),
+          spaceId: toText(r.space_id),
+          type: toText(r.type),
+          aggregateType: toText(r.aggregate_type),
+          aggregateId: toText(r.aggregate_id),
+          scopeId: toTextOrNull(r.scope_id),
+          data: fromJson<Record<string, unknown>>(r.data),
+          occurredAt: toMs(r.occurred_at),
+        }),
+      );
+    },
+  };
+}
