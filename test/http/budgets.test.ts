@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
-import { idem, startTestServer, type TestServer } from '../support/server';
+import { allEvents, idem, openTestServer, type TestServer } from '../support/server';
 
 const scopeId = '11111111-1111-4111-8111-111111111111';
 const otherId = '22222222-2222-4222-8222-222222222222';
@@ -12,12 +12,7 @@ describe.each(storeTargets())('budgets over HTTP on $name', (target) => {
   let budgetId: string;
 
   beforeAll(async () => {
-    const opened = await target.open();
-    server = await startTestServer(opened.store);
-    close = async () => {
-      await server.close();
-      await opened.close();
-    };
+    ({ server, close } = await openTestServer(target));
     const created = await server.api('POST', '/budgets', { body: budgetBody, idem: idem() });
     expect(created.statusCode).toBe(201);
     budgetId = created.body.id;
@@ -260,23 +255,3 @@ describe.each(storeTargets())('budgets over HTTP on $name', (target) => {
     });
   });
 });
-
-/**
- * The whole journal once `ready` holds. On PostgreSQL an event becomes readable only when every
- * older writing transaction on the server has ended (docs/event-journal.md), and other test
- * files share the server, so a reader polls, as a real client does.
- */
-async function allEvents(server: TestServer, ready: (events: any[]) => boolean): Promise<any[]> {
-  for (let attempt = 0; ; attempt++) {
-    const out: any[] = [];
-    let cursor: string | undefined;
-    for (;;) {
-      const page = await server.api('GET', `/events?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
-      out.push(...page.body.items);
-      if (page.body.items.length === 0) break;
-      cursor = page.body.nextCursor;
-    }
-    if (ready(out) || attempt >= 100) return out;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

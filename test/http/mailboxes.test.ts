@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
-import { idem, startTestServer, type TestServer } from '../support/server';
+import { idem, openTestServer, type TestServer } from '../support/server';
 
 const scopeId = '11111111-1111-4111-8111-111111111111';
 const otherScope = '33333333-3333-4333-8333-333333333333';
@@ -11,12 +11,7 @@ describe.each(storeTargets())('mailboxes over HTTP on $name', (target) => {
   let close: () => Promise<void>;
 
   beforeAll(async () => {
-    const opened = await target.open();
-    server = await startTestServer(opened.store);
-    close = async () => {
-      await server.close();
-      await opened.close();
-    };
+    ({ server, close } = await openTestServer(target));
   });
   afterAll(async () => close());
 

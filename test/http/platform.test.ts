@@ -1,7 +1,7 @@
 import { SystemClock } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
-import { adminToken, idem, startTestServer, type TestServer } from '../support/server';
+import { adminToken, idem, openTestServer, startTestServer, type TestServer } from '../support/server';
 
 const scopeId = '11111111-1111-4111-8111-111111111111';
 const budgetBody = { name: 'shared', currency: 'USD', scale: 2, limitMinor: '1000' };
@@ -12,12 +12,7 @@ describe.each(storeTargets())('auth, idempotency, errors and events on $name', (
   let budgetId: string;
 
   beforeAll(async () => {
-    const opened = await target.open();
-    server = await startTestServer(opened.store);
-    close = async () => {
-      await server.close();
-      await opened.close();
-    };
+    ({ server, close } = await openTestServer(target));
     budgetId = (await server.api('POST', '/budgets', { body: budgetBody, idem: idem() })).body.id;
   });
   afterAll(async () => close());

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
-import { idem, startTestServer, type TestServer } from '../support/server';
+import { allEvents, idem, openTestServer, type TestServer } from '../support/server';
 
 const otherId = '22222222-2222-4222-8222-222222222222';
 
@@ -15,12 +15,7 @@ describe.each(storeTargets())('pools and work limits over HTTP on $name', (targe
   let close: () => Promise<void>;
 
   beforeAll(async () => {
-    const opened = await target.open();
-    server = await startTestServer(opened.store);
-    close = async () => {
-      await server.close();
-      await opened.close();
-    };
+    ({ server, close } = await openTestServer(target));
   });
   afterAll(async () => close());
 
@@ -220,19 +215,3 @@ describe.each(storeTargets())('pools and work limits over HTTP on $name', (targe
     expect(doc.components.schemas.Pool.properties.available).toBeDefined();
   });
 });
-
-/** The whole journal once `ready` holds (on PostgreSQL a commit becomes readable a moment later). */
-async function allEvents(server: TestServer, ready: (events: any[]) => boolean): Promise<any[]> {
-  for (let attempt = 0; ; attempt++) {
-    const out: any[] = [];
-    let cursor: string | undefined;
-    for (;;) {
-      const page = await server.api('GET', `/events?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
-      out.push(...page.body.items);
-      if (page.body.items.length === 0) break;
-      cursor = page.body.nextCursor;
-    }
-    if (ready(out) || attempt >= 100) return out;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

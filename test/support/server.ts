@@ -1,6 +1,7 @@
 import { ManualClock, SeededRandom, type Clock, type Store } from '@baton/core';
 import type { LightMyRequestResponse } from 'fastify';
 import { createBaton, type Baton } from '../../server/src/host/baton';
+import type { StoreTarget } from './databases';
 
 export const adminToken = 'test-admin-token';
 /** 2026-01-01T00:00:00.000Z: tests run on a manual clock from a fixed start. */
@@ -79,4 +80,38 @@ export async function startTestServer(store: Store, options: { clock?: Clock; se
     },
     close: () => baton.drainAndClose(),
   };
+}
+
+/** Opens a fresh store of `target` and a test server on it; `close` shuts both. */
+export async function openTestServer(target: StoreTarget): Promise<{ server: TestServer; store: Store; close(): Promise<void> }> {
+  const opened = await target.open();
+  const server = await startTestServer(opened.store);
+  return {
+    server,
+    store: opened.store,
+    close: async () => {
+      await server.close();
+      await opened.close();
+    },
+  };
+}
+
+/**
+ * The whole journal once `ready` holds. On PostgreSQL an event becomes readable only when every
+ * older writing transaction on the server has ended (docs/event-journal.md), and other test
+ * files share the server, so a reader polls, as a real client does.
+ */
+export async function allEvents(server: TestServer, ready: (events: any[]) => boolean): Promise<any[]> {
+  for (let attempt = 0; ; attempt++) {
+    const out: any[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await server.api('GET', `/events?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
+      out.push(...page.body.items);
+      if (page.body.items.length === 0) break;
+      cursor = page.body.nextCursor;
+    }
+    if (ready(out) || attempt >= 100) return out;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
