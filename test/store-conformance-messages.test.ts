@@ -32,7 +32,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   });
   const message = (mailboxId: string, scopeId: string, over: Partial<NewMessage> = {}): NewMessage => ({
     id: randomUUID(), spaceId, mailboxId, scopeId, payload: { n: 1 }, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
-    tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, createdAt: T0, updatedAt: T0, ...over,
+    tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0, ...over,
   });
   const claimOf = (mailboxId: string, scopeId: string, over: Partial<ClaimRequest> = {}): ClaimRequest => ({
     spaceId, mailboxId, scopeId, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, ...over,
@@ -116,8 +116,8 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const random = new SeededRandom(3);
     const ctx = (tx: Tx) => ({ tx, spaceId, nowMs: T0, random });
     for (let i = 0; i < 6; i++) await store.transaction((tx) => messages.claimNext(ctx(tx), { mailboxId: box.id, scopeId: scope, holder: 'h', holderSession: 's', leaseSeconds: 5 }));
-    const counts = await Promise.all(Array.from({ length: 4 }, () => store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 2))));
-    const more = await store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 100));
+    const counts = await Promise.all(Array.from({ length: 4 }, () => store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 2, new SeededRandom(7)))));
+    const more = await store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 100, new SeededRandom(7)));
     expect(counts.reduce((a, b) => a + b, 0) + more).toBe(6);
     const journal = await store.read((tx) => tx.events.listAfter(spaceId, '0', 1_000));
     const expired = journal.filter((e) => e.type === 'message.lease_expired').map((e) => String(e.data.messageId));

@@ -37,7 +37,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
       expect(await tx.tasks.insert(t)).toBe(true);
       const m = await tx.messages.insert({
         id: randomUUID(), spaceId, mailboxId: box.id, scopeId: t.scopeId, payload: { taskId: t.id }, workKey: null, deadline: t.deadline, taskId: t.id, state: 'READY', attempt: 0,
-        tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, createdAt: T0, updatedAt: T0,
+        tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
       });
       expect(m.taskId).toBe(t.id);
       const next = { ...t, messageId: m.id };

@@ -35,6 +35,8 @@ export * as messages from './messages/service';
 export * from './tasks/model';
 export * from './tasks/rules';
 export * as tasks from './tasks/service';
+export * from './admission/model';
+export * as admission from './admission/service';
 export type { TaskRepository } from './store/task-repositories';
 export * from './events/model';
 export * from './events/journal';

@@ -1,3 +1,5 @@
+import type { ClaimedResources, DeliveryRequirements } from '../admission/model';
+
 /** Mailboxes and messages as stored. Times are epoch ms from the injected clock. */
 export const mailboxModes = ['WORK', 'INBOX'] as const;
 export type MailboxMode = (typeof mailboxModes)[number];
@@ -38,6 +40,10 @@ export interface Message {
   deadline: number | null;
   /** The task whose delivery this message is (core/src/tasks), or null for a plain send. */
   taskId: string | null;
+  /** What admission must claim with this delivery (its task's requirements); null when nothing. */
+  requirements: DeliveryRequirements | null;
+  /** What the live claim holds (admission only; a raw recv holds nothing); null otherwise. */
+  claimed: ClaimedResources | null;
   state: MessageState;
   /** Claims so far; each claim adds one. */
   attempt: number;
@@ -69,6 +75,11 @@ export interface ClaimRequest {
   tokenHash: string;
   leaseExpiresAt: number;
   nowMs: number;
+}
+
+/** An admission's claim: the oldest READY task delivery after `afterSeq` (passed-over candidates). */
+export interface CandidateRequest extends ClaimRequest {
+  afterSeq: number;
 }
 
 /** Position in a mailbox's message list, which is ordered by seq. */

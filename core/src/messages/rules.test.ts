@@ -7,7 +7,7 @@ import { acked, assertMessage, claim, failedAttempt, holdsLease, leaseUntil, new
 const T0 = 1_700_000_000_000;
 const ready: Message = {
   id: 'm', spaceId: 's', mailboxId: 'b', seq: 1, scopeId: 'c', payload: 1, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
-  tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, createdAt: T0, updatedAt: T0,
+  tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
 };
 const random = new SeededRandom(1);
 const claimWith = (m: Message, tokenHash: string): Message => {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { assert } from '../assert';
 import type { Random } from '../random';
+import type { ClaimedResources } from '../admission/model';
 import { maxAttempts, type ClaimRequest, type Mailbox, type Message } from './model';
 
 /**
@@ -41,10 +42,15 @@ export function assertMessage(m: Message): void {
     assert(!leased, `message ${m.id}: ${m.state} still carries a lease`);
   }
   if (m.state === 'READY') assert(m.attempt < maxAttempts, `message ${m.id}: READY after ${m.attempt} attempts`);
+  assert(m.claimed === null || m.state === 'CLAIMED', `message ${m.id}: ${m.state} still holds claimed resources`);
+  assert(m.requirements === null || m.taskId !== null, `message ${m.id}: requirements on a plain message`);
 }
 
-/** The claim of a READY message: the in-memory twin of the SQL store's one-statement claim. */
-export function claim(m: Message, c: ClaimRequest): Message {
+/**
+ * The claim of a READY message: the in-memory twin of the SQL store's one-statement claim, and
+ * admission's claim of a candidate once its resources are held (`claimed`).
+ */
+export function claim(m: Message, c: ClaimRequest, claimed: ClaimedResources | null = null): Message {
   assert(m.state === 'READY' && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId, `message ${m.id}: claim of a ${m.state} message`);
   const next: Message = {
     ...m,
@@ -54,6 +60,7 @@ export function claim(m: Message, c: ClaimRequest): Message {
     holder: c.holder,
     holderSession: c.holderSession,
     leaseExpiresAt: c.leaseExpiresAt,
+    claimed,
     updatedAt: c.nowMs,
   };
   assertMessage(next);
@@ -70,7 +77,7 @@ export function holdsLease(m: Message, token: string, nowMs: number): boolean {
 }
 
 const released = (m: Message, state: Message['state'], nowMs: number): Message => {
-  const next: Message = { ...m, state, tokenHash: null, leaseExpiresAt: null, updatedAt: nowMs };
+  const next: Message = { ...m, state, tokenHash: null, leaseExpiresAt: null, claimed: null, updatedAt: nowMs };
   assertMessage(next);
   return next;
 };
@@ -81,6 +88,9 @@ export const renewed = (m: Message, leaseExpiresAt: number, nowMs: number): Mess
 };
 
 export const acked = (m: Message, result: unknown, nowMs: number): Message => ({ ...released(m, 'ACKED', nowMs), result });
+
+/** A delivery cancelled with its task: its lease (if any) and claimed resources gone, so every token answers LEASE_LOST. */
+export const cancelled = (m: Message, nowMs: number): Message => released(m, 'CANCELLED', nowMs);
 
 /**
  * A failed attempt (a nack, or a lease that ran out): READY again while attempts remain and a

@@ -11,6 +11,9 @@ import type { Mailbox, Message, MessageListPosition, MessageState } from './mode
 import { acked, assertMailbox, failedAttempt, holdsLease, leaseUntil, maxPayloadBytes, newToken, payloadBytes, renewed } from './rules';
 import { deliveryView, mailboxView, messageView } from './views';
 import * as taskHooks from '../tasks/service';
+import type { DeliveryRequirements } from '../admission/model';
+import { releaseResources } from '../admission/claims';
+import type { Random } from '../random';
 
 /**
  * Mailboxes and messages with leases (decisions §6). Lock order (docs/lock-order.md): a
@@ -122,6 +125,8 @@ export interface SendRequest {
   deadline?: string | undefined;
   /** Set when the message is a task's delivery (core/src/tasks). */
   taskId?: string | undefined;
+  /** What admission must claim with the delivery; null or absent when nothing. */
+  requirements?: DeliveryRequirements | null;
 }
 
 /**
@@ -148,6 +153,8 @@ export async function send(ctx: OpContext, mailboxId: string, body: SendBody | S
     workKey: body.workKey ?? null,
     deadline: body.deadline === undefined ? null : msFromIso(body.deadline),
     taskId: ('taskId' in body ? body.taskId : undefined) ?? null,
+    requirements: ('requirements' in body ? body.requirements : undefined) ?? null,
+    claimed: null,
     state: 'READY',
     attempt: 0,
     tokenHash: null,
@@ -197,10 +204,11 @@ export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<
     nowMs: ctx.nowMs,
   });
   if (!message) return undefined;
+  const taskEvents = await taskHooks.onClaimed(ctx.tx, ctx.nowMs, message);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
     messageEvent(message, eventTypes.messageClaimed, { holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!) }),
+    ...taskEvents,
   ]);
-  await taskHooks.onClaimed(ctx.tx, ctx.nowMs, message);
   return { message, token };
 }
 
@@ -245,7 +253,9 @@ export async function complete(ctx: OpContext, messageId: string, body: Complete
   const result = body.result ?? null;
   const next = acked(message, result, ctx.nowMs);
   await ctx.tx.messages.update(next);
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null })]);
+  // Pool units and the work-limit slot go back; an admission's reservations stay for the worker to settle.
+  const released = await releaseResources(ctx, message, false, 'ACKED');
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...released, messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null })]);
   await taskHooks.onAcked(ctx.tx, ctx.nowMs, next, result?.payload);
   let resultMessageId: string | null = null;
   if (result?.mailboxId !== undefined && result.scopeId !== undefined) {
@@ -260,7 +270,7 @@ export async function nack(ctx: OpContext, messageId: string, body: NackBody): P
   const message = await lockLease(ctx, messageId, body.token);
   const next = failedAttempt(message, body.retry, ctx.nowMs);
   await ctx.tx.messages.update(next);
-  const events = [messageEvent(next, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state: next.state })];
+  const events = [...(await releaseResources(ctx, message, true, 'NACKED')), messageEvent(next, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state: next.state })];
   if (next.state === 'DEAD') events.push(deadEvent(next, body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED'));
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
   await taskHooks.onFailedAttempt(ctx.tx, ctx.nowMs, next, body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED');
@@ -271,15 +281,19 @@ const deadEvent = (m: Message, reason: 'NACKED' | 'ATTEMPTS_EXHAUSTED'): NewEven
 
 /**
  * The lease-expiry sweep: every claim whose lease ran out returns to READY (DEAD after the last
- * attempt) and its token dies. Returns how many it expired; claimed with SKIP LOCKED, so several
+ * attempt), its token dies, and what an admission claimed with it is released (reservations voided). Returns how many it expired; claimed with SKIP LOCKED, so several
  * servers can sweep at once.
  */
-export async function expireLeases(tx: Tx, nowMs: number, limit: number): Promise<number> {
+export async function expireLeases(tx: Tx, nowMs: number, limit: number, random: Random): Promise<number> {
   const expired = await tx.messages.claimExpired(nowMs, limit);
   for (const message of expired) {
     const next = failedAttempt(message, true, nowMs);
     await tx.messages.update(next);
-    const events = [messageEvent(next, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state: next.state })];
+    const ctx: OpContext = { tx, spaceId: message.spaceId, nowMs, random };
+    const events = [
+      ...(await releaseResources(ctx, message, true, 'LEASE_EXPIRED')),
+      messageEvent(next, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state: next.state }),
+    ];
     if (next.state === 'DEAD') events.push(deadEvent(next, 'ATTEMPTS_EXHAUSTED'));
     await tx.events.append(message.spaceId, nowMs, events);
     await taskHooks.onFailedAttempt(tx, nowMs, next, 'ATTEMPTS_EXHAUSTED');

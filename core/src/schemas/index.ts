@@ -7,3 +7,4 @@ export * from './admin';
 export * from './allowances';
 export * from './messages';
 export * from './tasks';
+export * from './admission';

@@ -10,10 +10,14 @@ const jsonInput = z
   .refine((v) => !JSON.stringify(v ?? null).includes('\\u0000'), { message: 'must not contain U+0000' })
   .describe('Any JSON value, at most 65,536 bytes as JSON');
 
+/** One entry per name: admission claims each resource once, in name order. */
+const uniqueNames = <T extends { name: string }>(entries: T[]): boolean => new Set(entries.map((e) => e.name)).size === entries.length;
+const distinct = { message: 'names each resource at most once' };
+
 export const taskRequirements = z.object({
-  pools: z.array(z.object({ name, units })).max(maxPoolRequirements).default([]),
-  quotas: z.array(z.object({ name, units })).max(maxQuotaRequirements).default([]),
-  budgets: z.array(z.object({ name, reserveMinor: minorAmount })).max(16).default([]),
+  pools: z.array(z.object({ name, units })).max(maxPoolRequirements).refine(uniqueNames, distinct).default([]),
+  quotas: z.array(z.object({ name, units })).max(maxQuotaRequirements).refine(uniqueNames, distinct).default([]),
+  budgets: z.array(z.object({ name, reserveMinor: minorAmount.refine((v) => /[1-9]/.test(v), { message: 'must be above 0' }) })).max(16).refine(uniqueNames, distinct).default([]),
 });
 
 export const taskSubmitBody = z.object({

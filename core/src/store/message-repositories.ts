@@ -1,4 +1,4 @@
-import type { ClaimRequest, Mailbox, Message, MessageListPosition, MessageState, NewMessage } from '../messages/model';
+import type { CandidateRequest, ClaimRequest, Mailbox, Message, MessageListPosition, MessageState, NewMessage } from '../messages/model';
 import type { LockOptions } from './repositories';
 
 export interface MailboxRepository {
@@ -32,6 +32,13 @@ export interface MessageRepository {
    * claims never take one message twice and never wait on each other.
    */
   claimNext(request: ClaimRequest): Promise<Message | undefined>;
+  /**
+   * Admission's step: the oldest READY task delivery (taskId set) of the mailbox and scope after
+   * `afterSeq`. A delivery without requirements is claimed at once, as claimNext would (claimed:
+   * true); one with requirements is only locked and returned READY (claimed: false), for
+   * admission to try its resources and then claim it with update. One statement in SQL.
+   */
+  claimCandidate(request: CandidateRequest): Promise<{ message: Message; claimed: boolean } | undefined>;
   /**
    * CLAIMED messages of any space whose lease ran out at or before `nowMs`, locked for this
    * transaction, earliest expiry first. Rows another server (or a complete) holds are skipped.

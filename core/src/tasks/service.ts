@@ -2,7 +2,8 @@ import type { OpContext } from '../context';
 import { BatonError, conflict, notFound, validationFailed } from '../errors';
 import { eventView } from '../events/journal';
 import { eventTypes, type NewEvent } from '../events/model';
-import { assertMessage } from '../messages/rules';
+import { cancelled } from '../messages/rules';
+import { releaseResources } from '../admission/claims';
 import type { Message } from '../messages/model';
 import { send } from '../messages/service';
 import { messageView } from '../messages/views';
@@ -13,6 +14,8 @@ import { isoFromMs, msFromIso } from '../time';
 import { isTerminalTask, type Task, type TaskListPosition, type TaskRequirements } from './model';
 import { assertTask, taskFingerprint } from './rules';
 import { taskView } from './views';
+import { claimedView } from '../admission/views';
+import { hasRequirements, type DeliveryRequirements } from '../admission/model';
 
 /**
  * Tasks without admission (decisions §6). A task's delivery is a message in its mailbox that
@@ -39,22 +42,40 @@ async function viewOf(tx: Tx, task: Task): Promise<TaskView> {
   return taskView(task, await tx.tasks.listSubscribers(task.spaceId, task.id));
 }
 
-/** Requirements are checked at submit: an unknown name is NOT_FOUND, units above a capacity or limit VALIDATION_FAILED. */
-async function checkRequirements(ctx: OpContext, requirements: TaskRequirements, workLimit: string | null): Promise<void> {
+/**
+ * Requirements are checked at submit: an unknown name is NOT_FOUND, units above a capacity or
+ * limit VALIDATION_FAILED. Answers them resolved to ids in name order, as the delivery carries
+ * them (core/src/admission/model.ts), or null when the task needs nothing.
+ */
+async function resolveRequirements(ctx: OpContext, requirements: TaskRequirements, workLimit: string | null): Promise<DeliveryRequirements | null> {
+  const resolved: DeliveryRequirements = { pools: [], quotas: [], budgets: [], workLimit: null };
   for (const [i, r] of requirements.pools.entries()) {
     const pool = await ctx.tx.pools.getByName(ctx.spaceId, r.name);
     if (!pool) throw notFound(`pool ${r.name}`);
     if (r.units > pool.capacity) throw validationFailed(`body.requirements.pools.${i}.units`, `${r.units} units exceed pool ${r.name}'s capacity ${pool.capacity}`);
+    resolved.pools.push({ id: pool.id, name: pool.name, units: r.units });
   }
   for (const [i, r] of requirements.quotas.entries()) {
     const allowance = await ctx.tx.allowances.getByName(ctx.spaceId, r.name);
     if (!allowance) throw notFound(`allowance ${r.name}`);
     if (r.units > allowance.unitsLimit) throw validationFailed(`body.requirements.quotas.${i}.units`, `${r.units} units exceed allowance ${r.name}'s unitsLimit ${allowance.unitsLimit}`);
+    resolved.quotas.push({ id: allowance.id, name: allowance.name, units: r.units });
   }
   for (const r of requirements.budgets) {
-    if (!(await ctx.tx.budgets.getByName(ctx.spaceId, r.name))) throw notFound(`budget ${r.name}`);
+    const budget = await ctx.tx.budgets.getByName(ctx.spaceId, r.name);
+    if (!budget) throw notFound(`budget ${r.name}`);
+    resolved.budgets.push({ id: budget.id, name: budget.name, reserveMinor: r.reserveMinor });
   }
-  if (workLimit !== null && !(await ctx.tx.workLimits.getByName(ctx.spaceId, workLimit))) throw notFound(`work limit ${workLimit}`);
+  if (workLimit !== null) {
+    const limit = await ctx.tx.workLimits.getByName(ctx.spaceId, workLimit);
+    if (!limit) throw notFound(`work limit ${workLimit}`);
+    resolved.workLimit = { id: limit.id, name: limit.name };
+  }
+  const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  resolved.pools.sort(byName);
+  resolved.quotas.sort(byName);
+  resolved.budgets.sort(byName);
+  return hasRequirements(resolved) ? resolved : null;
 }
 
 /**
@@ -71,7 +92,7 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
   if (existing) return { created: false, reply: await joinExisting(ctx, existing, fingerprint, body) };
 
   if (!(await ctx.tx.mailboxes.get(ctx.spaceId, body.mailboxId))) throw notFound('mailbox');
-  await checkRequirements(ctx, requirements, workLimit);
+  const deliveryRequirements = await resolveRequirements(ctx, requirements, workLimit);
   const task: Task = {
     id: ctx.random.uuid(),
     spaceId: ctx.spaceId,
@@ -98,7 +119,7 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
     return { created: false, reply: await joinExisting(ctx, winner, fingerprint, body) };
   }
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [taskEvent(task, eventTypes.taskSubmitted, { taskKey: task.taskKey, mailboxId: task.mailboxId })]);
-  const delivery = await send(ctx, task.mailboxId, { scopeId: task.scopeId, payload: { taskId: task.id, input }, deadline: body.deadline, taskId: task.id });
+  const delivery = await send(ctx, task.mailboxId, { scopeId: task.scopeId, payload: { taskId: task.id, input }, deadline: body.deadline, taskId: task.id, requirements: deliveryRequirements });
   const withDelivery: Task = { ...task, messageId: delivery.view.id };
   await ctx.tx.tasks.update(withDelivery);
   if (body.subscriberId !== undefined) await subscribe(ctx, withDelivery, body.subscriberId, body.scopeId);
@@ -139,13 +160,6 @@ function decodeTaskCursor(cursor: string): TaskListPosition {
   return position;
 }
 
-/** A released delivery: CANCELLED, its lease (if any) gone, so every token answers LEASE_LOST. */
-function cancelledMessage(m: Message, nowMs: number): Message {
-  const next: Message = { ...m, state: 'CANCELLED', tokenHash: null, leaseExpiresAt: null, updatedAt: nowMs };
-  assertMessage(next);
-  return next;
-}
-
 /** Nonterminal to CANCELLED with its delivery; a terminal task is CONFLICT naming the state. Never gated. */
 export async function cancel(ctx: OpContext, id: string, body: TaskCancelBody): Promise<TaskStateReply> {
   const peek = await taskOf(ctx.tx, ctx.spaceId, id);
@@ -158,7 +172,9 @@ export async function cancel(ctx: OpContext, id: string, body: TaskCancelBody): 
   await ctx.tx.tasks.update(next);
   const events = [taskEvent(next, eventTypes.taskCancelled, { reason, from: task.state })];
   if (message && (message.state === 'READY' || message.state === 'CLAIMED')) {
-    await ctx.tx.messages.update(cancelledMessage(message, ctx.nowMs));
+    await ctx.tx.messages.update(cancelled(message, ctx.nowMs));
+    // Cleanup: a claimed delivery's pool units and slot go back and its reservations are voided.
+    events.push(...(await releaseResources(ctx, message, true, 'TASK_CANCELLED')));
     events.push({ type: eventTypes.messageCancelled, aggregateType: 'mailbox', aggregateId: message.mailboxId, scopeId: message.scopeId, data: { messageId: message.id, attempt: message.attempt, taskId: task.id } });
   }
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
@@ -207,15 +223,22 @@ async function liveTaskOf(tx: Tx, m: Message): Promise<Task | undefined> {
   return task && !isTerminalTask(task.state) ? task : undefined;
 }
 
-/** A claim of the delivery: RUNNING. */
-export async function onClaimed(tx: Tx, nowMs: number, m: Message): Promise<void> {
+/** A claim of the delivery: RUNNING. Returns the event for the caller to append with its own (one statement). */
+export async function onClaimed(tx: Tx, nowMs: number, m: Message): Promise<NewEvent[]> {
   const task = await liveTaskOf(tx, m);
-  if (!task) return;
+  if (!task) return [];
   const next: Task = { ...task, state: 'RUNNING', attempts: m.attempt, updatedAt: nowMs };
   await tx.tasks.update(next);
-  await tx.events.append(m.spaceId, nowMs, [
-    taskEvent(next, eventTypes.taskRunning, { messageId: m.id, attempt: m.attempt, holder: m.holder, holderSession: m.holderSession, leaseExpiresAt: m.leaseExpiresAt === null ? null : isoFromMs(m.leaseExpiresAt) }),
-  ]);
+  return [
+    taskEvent(next, eventTypes.taskRunning, {
+      messageId: m.id,
+      attempt: m.attempt,
+      holder: m.holder,
+      holderSession: m.holderSession,
+      leaseExpiresAt: m.leaseExpiresAt === null ? null : isoFromMs(m.leaseExpiresAt),
+      claimed: m.claimed === null ? null : claimedView(m.claimed),
+    }),
+  ];
 }
 
 /** A complete of the delivery: SUCCEEDED with the result payload as outcome. */
@@ -253,7 +276,7 @@ export async function expireDeadlines(tx: Tx, nowMs: number, limit: number): Pro
     const events: NewEvent[] = [taskEvent(next, eventTypes.taskExpired, { from: task.state, deadline: isoFromMs(task.deadline!) })];
     const message = task.messageId === null ? undefined : await tx.messages.get(task.spaceId, task.messageId);
     if (message && message.state === 'READY') {
-      await tx.messages.update(cancelledMessage(message, nowMs));
+      await tx.messages.update(cancelled(message, nowMs));
       events.push({ type: eventTypes.messageCancelled, aggregateType: 'mailbox', aggregateId: message.mailboxId, scopeId: message.scopeId, data: { messageId: message.id, attempt: message.attempt, taskId: task.id } });
     }
     await tx.events.append(task.spaceId, nowMs, events);

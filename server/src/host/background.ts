@@ -1,4 +1,4 @@
-import { allowances, budgets, messages, tasks, type Clock, type Store } from '@baton/core';
+import { allowances, budgets, messages, tasks, type Clock, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 
 /** Rows one sweep transaction handles; a full batch means more are due, so the sweep goes on. */
@@ -18,6 +18,8 @@ export class BackgroundWork {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly logger: Logger | undefined,
+    /** Ids of what a sweep writes (the void entry of an expired admission's reservation). */
+    private readonly random: Random,
     private readonly intervalMs = 1_000,
   ) {}
 
@@ -35,7 +37,7 @@ export class BackgroundWork {
     await this.untilDone((nowMs) => this.store.transaction((tx) => budgets.emitOverdueReservations(tx, nowMs, batchSize)));
     await this.untilDone((nowMs) => this.store.transaction((tx) => allowances.serveDueLines(tx, nowMs, batchSize)));
     // Message leases that ran out go back to READY (or DEAD): their tokens die, recv wakes.
-    await this.untilDone((nowMs) => this.store.transaction((tx) => messages.expireLeases(tx, nowMs, batchSize)));
+    await this.untilDone((nowMs) => this.store.transaction((tx) => messages.expireLeases(tx, nowMs, batchSize, this.random)));
     // Tasks whose deadline passed before success become EXPIRED; a READY delivery is cancelled.
     await this.untilDone((nowMs) => this.store.transaction((tx) => tasks.expireDeadlines(tx, nowMs, batchSize)));
   }

@@ -43,7 +43,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
   const notifier = options.notifier ?? new LocalNotifier(options.clock);
   // Every commit wakes the long polls waiting on what it changed (core/src/notifier.ts).
   const store = new NotifyingStore(options.store, notifier);
-  const background = new BackgroundWork(store, options.clock, options.logger, options.backgroundIntervalMs);
+  const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs);
   const deps: AppDeps = {
     store,
     notifier,

@@ -3,6 +3,12 @@ import type { AppDeps } from './deps';
 /** The effective cap of a long poll: longer waits are shortened to it (spec, fixed API bounds). */
 export const maxLongPollMs = 30_000;
 
+/** What could change a read's answer: commits on `topics`, or the clock reaching `atMs`. */
+export interface Wake {
+  topics: readonly string[];
+  atMs: number | null;
+}
+
 /**
  * Reads until `done` holds, `waitMs` (capped) pass on the injected clock, or the server starts
  * draining, and returns the last read. Each wake-up is armed before its read, so a commit that
@@ -10,22 +16,51 @@ export const maxLongPollMs = 30_000;
  * after every wake, since a topic only says that something about it committed.
  */
 export async function longPoll<T>(deps: AppDeps, topic: string, waitMs: number, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  return longPollOn(deps, waitMs, read, done, () => ({ topics: [topic], atMs: null }), [topic]);
+}
+
+/**
+ * longPoll for reads that learn what to wait on (admission learns which resources are short):
+ * `wakeOf` names the topics and the time that could change an unfinished read. A read naming a
+ * topic not yet armed is repeated at once with it armed, so a commit on that topic between the
+ * read and the arming still counts; topics only accumulate, so this ends.
+ */
+export async function longPollOn<T>(
+  deps: AppDeps,
+  waitMs: number,
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  wakeOf: (value: T) => Wake,
+  firstTopics: readonly string[],
+): Promise<T> {
   const deadline = deps.clock.now() + Math.min(waitMs, maxLongPollMs);
+  const armed = new Set(firstTopics);
   for (;;) {
     const remaining = deadline - deps.clock.now();
     if (remaining <= 0 || deps.drain.draining) return read();
     const disarm = new AbortController();
     const onDrain = (): void => disarm.abort();
     deps.drain.signal.addEventListener('abort', onDrain, { once: true });
-    const woken = deps.notifier.wait(topic, remaining, disarm.signal);
+    const woken = Promise.race([...armed].map((topic) => deps.notifier.wait(topic, remaining, disarm.signal)));
     try {
       const value = await read();
       if (done(value)) return value;
-      await woken;
+      const wake = wakeOf(value);
+      const unarmed = wake.topics.filter((topic) => !armed.has(topic));
+      for (const topic of unarmed) armed.add(topic);
+      if (unarmed.length > 0) continue;
+      await Promise.race([woken, wake.atMs === null ? woken : sleepUntil(deps, wake.atMs, disarm.signal)]);
     } finally {
-      // Releases the armed wait when the read answered or failed first: no timer or waiter is left behind.
+      // Releases the armed waits when the read answered or failed first: no timer or waiter is left behind.
       disarm.abort();
       deps.drain.signal.removeEventListener('abort', onDrain);
     }
   }
+}
+
+function sleepUntil(deps: AppDeps, atMs: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const cancel = deps.clock.schedule(Math.max(0, atMs - deps.clock.now()), resolve);
+    signal.addEventListener('abort', () => (cancel(), resolve()), { once: true });
+  });
 }

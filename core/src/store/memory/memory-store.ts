@@ -70,6 +70,28 @@ export class MemoryStore implements Store {
     await this.tail.catch(() => undefined);
   }
 
+  /** A savepoint is a mark in the undo log: rolling back to it undoes the writes after it. */
+  private async attemptInSavepoint(work: () => Promise<boolean>): Promise<boolean> {
+    assert(this.undo !== undefined, 'memory store: savepoint outside a transaction');
+    const mark = this.undo.length;
+    const eventIdBefore = this.lastEventId;
+    const rollBack = (): void => {
+      const undo = this.undo!;
+      for (let i = undo.length - 1; i >= mark; i--) undo[i]!();
+      undo.length = mark;
+      this.lastEventId = eventIdBefore;
+    };
+    let keep: boolean;
+    try {
+      keep = await work();
+    } catch (error) {
+      rollBack();
+      throw error;
+    }
+    if (!keep) rollBack();
+    return keep;
+  }
+
   private exclusive<T>(work: () => Promise<T>): Promise<T> {
     const run = this.tail.then(work, work);
     this.tail = run.catch(() => undefined);
@@ -80,6 +102,7 @@ export class MemoryStore implements Store {
     const { orgs, spaces, apiKeys, budgets, reservations, entries, events, idempotency } = this;
     const lock = (_options?: LockOptions): void => undefined; // transactions are already exclusive
     return {
+      savepoints: { attempt: (work) => this.attemptInSavepoint(work) },
       ...memoryAllowances(this.allowanceTables),
       ...memoryPools(this.poolTables),
       barriers: memoryBarriers(this.log),

@@ -70,6 +70,12 @@ export function memoryMessages(undoLog: () => (() => void)[] | undefined): { mai
         const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId && (m.state === 'READY' || (m.state === 'CLAIMED' && plantedBugs.has('message-claims-leased'))));
         return oldest && write(claim(oldest.state === 'CLAIMED' ? { ...oldest, state: 'READY' } : oldest, c));
       },
+      claimCandidate: async (c) => {
+        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId && m.taskId !== null && m.state === 'READY' && m.seq > c.afterSeq);
+        if (!oldest) return undefined;
+        if (oldest.requirements !== null) return { message: oldest, claimed: false };
+        return { message: write(claim(oldest, c)), claimed: true };
+      },
       claimExpired: async (nowMs, limit) =>
         [...messages.scan()]
           .filter((m) => m.state === 'CLAIMED' && m.leaseExpiresAt! <= nowMs)

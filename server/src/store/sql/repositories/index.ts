@@ -10,6 +10,7 @@ import { sqlIdempotency } from './idempotency';
 import { sqlMailboxes, sqlMessages } from './messages';
 import { sqlOrgs } from './orgs';
 import { sqlPools } from './pools';
+import { sqlSavepoints } from './savepoints';
 import { sqlReservations } from './reservations';
 import { sqlSpaces } from './spaces';
 import { sqlTasks } from './tasks';
@@ -18,6 +19,7 @@ import { sqlWorkLimits } from './work-limits';
 /** The repositories over one connection or transaction. Cheap: plain closures, no state. */
 export function sqlRepositories(q: SqlQueryable): Repositories {
   return {
+    savepoints: sqlSavepoints(q),
     allowances: sqlAllowances(q),
     allowanceWaiters: sqlAllowanceWaiters(q),
     consumptions: sqlConsumptions(q),

@@ -50,8 +50,12 @@ export function sqlMailboxes(q: SqlQueryable): MailboxRepository {
   };
 }
 
-const messageColumns =
-  'space_id, id, mailbox_id, seq, scope_id, payload, work_key, deadline, task_id, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at';
+const columnNames = [
+  'space_id', 'id', 'mailbox_id', 'seq', 'scope_id', 'payload', 'work_key', 'deadline', 'task_id', 'state', 'attempt', 'token_hash', 'holder', 'holder_session',
+  'lease_expires_at', 'result', 'requirements', 'claimed', 'created_at', 'updated_at',
+];
+const messageColumns = columnNames.join(', ');
+const qualified = (alias: string): string => columnNames.map((c) => `${alias}.${c}`).join(', ');
 
 function toMessage(r: Row): Message {
   const m: Message = {
@@ -71,6 +75,8 @@ function toMessage(r: Row): Message {
     holderSession: toTextOrNull(r.holder_session),
     leaseExpiresAt: toMsOrNull(r.lease_expires_at),
     result: fromJson(r.result),
+    requirements: (fromJson(r.requirements) ?? null) as Message['requirements'],
+    claimed: (fromJson(r.claimed) ?? null) as Message['claimed'],
     createdAt: toMs(r.created_at),
     updatedAt: toMs(r.updated_at),
   };
@@ -82,6 +88,7 @@ function toMessage(r: Row): Message {
 function stateParams(m: Message): SqlParam[] {
   return [
     m.state, m.attempt, m.tokenHash, m.holder, m.holderSession, timeParamOrNull(m.leaseExpiresAt), m.result === null ? null : jsonParam(m.result), timeParam(m.updatedAt),
+    m.claimed === null ? null : jsonParam(m.claimed),
   ];
 }
 
@@ -90,11 +97,12 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     async insert(m) {
       assertMessage({ ...m, seq: 0 });
       const [row] = await q.query<Row>(
-        `INSERT INTO messages (space_id, id, mailbox_id, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at, task_id)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17) RETURNING ${messageColumns}`,
+        `INSERT INTO messages (space_id, id, mailbox_id, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at, task_id, requirements, claimed)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17, $18::jsonb, $19::jsonb) RETURNING ${messageColumns}`,
         [
           m.spaceId, m.id, m.mailboxId, m.scopeId, jsonParam(m.payload), m.workKey, timeParamOrNull(m.deadline), m.state, m.attempt, m.tokenHash, m.holder, m.holderSession,
           timeParamOrNull(m.leaseExpiresAt), m.result === null ? null : jsonParam(m.result), timeParam(m.createdAt), timeParam(m.updatedAt), m.taskId,
+          m.requirements === null ? null : jsonParam(m.requirements), m.claimed === null ? null : jsonParam(m.claimed),
         ],
       );
       return toMessage(row!);
@@ -111,7 +119,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     async update(m) {
       assertMessage(m);
       const rows = await q.query(
-        `UPDATE messages SET state = $3, attempt = $4, token_hash = $5, holder = $6, holder_session = $7, lease_expires_at = $8, result = $9::jsonb, updated_at = $10
+        `UPDATE messages SET state = $3, attempt = $4, token_hash = $5, holder = $6, holder_session = $7, lease_expires_at = $8, result = $9::jsonb, updated_at = $10, claimed = $11::jsonb
          WHERE space_id = $1 AND id = $2 RETURNING id`,
         [m.spaceId, m.id, ...stateParams(m)],
       );
@@ -144,6 +152,31 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
         [c.spaceId, c.mailboxId, c.scopeId, c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
       );
       return row && toMessage(row);
+    },
+    async claimCandidate(c) {
+      // One statement. `candidate` picks the oldest READY task delivery after afterSeq and locks
+      // it (SKIP LOCKED: a row another admit is examining is passed over, never waited on);
+      // `taken` claims it when it needs nothing. The final SELECT answers the claimed row, or
+      // else the locked candidate as it was (a data-modifying CTE's effects are invisible to
+      // the rest of its statement, so the second branch reads the pre-claim row).
+      const rows = await q.query<Row & { taken: unknown }>(
+        `WITH candidate AS (
+           SELECT id FROM messages
+           WHERE space_id = $1 AND mailbox_id = $2 AND scope_id = $3 AND state = 'READY' AND task_id IS NOT NULL AND seq > $9
+           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+         ), taken AS (
+           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+           FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
+           RETURNING ${qualified('m')}
+         )
+         SELECT ${messageColumns}, true AS taken FROM taken
+         UNION ALL
+         SELECT ${qualified('m')}, false AS taken FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
+        [c.spaceId, c.mailboxId, c.scopeId, c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
+      );
+      const [row] = rows;
+      assert(rows.length <= 1, `claimCandidate answered ${rows.length} rows`);
+      return row && { message: toMessage(row), claimed: row.taken === true };
     },
     async claimExpired(nowMs, limit) {
       const rows = await q.query<Row>(

@@ -1,0 +1,36 @@
+/**
+ * What a task's delivery needs before admission may claim it, and what a live claim holds
+ * (decisions §6). Names are resolved to ids once, at submit: pools, allowances, budgets and
+ * work limits are never renamed or deleted, so the ids stay good for the delivery's life.
+ * Every list is in name order: admission claims, and releases, in that order (docs/lock-order.md).
+ */
+
+export interface DeliveryRequirements {
+  pools: { id: string; name: string; units: number }[];
+  quotas: { id: string; name: string; units: number }[];
+  budgets: { id: string; name: string; reserveMinor: string }[];
+  workLimit: { id: string; name: string } | null;
+}
+
+/**
+ * The resources a live claim holds. Pool units and the work-limit slot are leased with the
+ * delivery: the delivery's holder, holderSession and leaseExpiresAt are theirs, a renew extends
+ * them and the end of the claim returns them. Quota units are spent. Budget reservations ride on
+ * the delivery: left ACTIVE for the worker to settle on complete, voided on nack or expiry.
+ */
+export interface ClaimedResources {
+  pools: { id: string; name: string; units: number }[];
+  quotas: { id: string; name: string; units: number; consumptionId: string }[];
+  budgets: { id: string; name: string; reservationId: string; amountMinor: string }[];
+  workLimit: { id: string; name: string } | null;
+}
+
+export const hasRequirements = (r: DeliveryRequirements): boolean =>
+  r.pools.length > 0 || r.quotas.length > 0 || r.budgets.length > 0 || r.workLimit !== null;
+
+/**
+ * Candidates one admit examines before it answers 204. Each passed-over candidate costs a
+ * savepoint and a few statements (fewer when an earlier candidate already showed the same
+ * resource short), so this bounds an admit's time when a long head of the line is blocked.
+ */
+export const maxCandidatesPerAdmit = 100;

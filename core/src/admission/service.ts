@@ -1,0 +1,104 @@
+import { assert } from '../assert';
+import type { OpContext } from '../context';
+import { notFound } from '../errors';
+import { eventTypes, type NewEvent } from '../events/model';
+import type { ClaimRequest, Message } from '../messages/model';
+import { claim, leaseUntil, newToken } from '../messages/rules';
+import { topicOf } from '../notifier';
+import type { AdmitBody, AdmittedDeliveryView } from '../schemas/admission';
+import * as taskHooks from '../tasks/service';
+import { isoFromMs } from '../time';
+import { claimResources, Shortages } from './claims';
+import { maxCandidatesPerAdmit } from './model';
+import { claimedView } from './views';
+
+/**
+ * Admission (POST /tasks/admit): claims the oldest admissible READY task delivery of a mailbox
+ * and scope together with every resource its task requires, all in one transaction or nothing.
+ * Candidates come in FIFO (seq) order; one whose resources are short is passed over for the
+ * next, its partial claims rolled back to a savepoint. See docs/lock-order.md.
+ */
+
+export interface AdmitAttempt {
+  delivery: AdmittedDeliveryView | undefined;
+  /**
+   * When nothing was admitted: the topics whose commits could make a passed-over candidate
+   * admissible (the mailbox, plus each resource found short), and the earliest time the clock
+   * alone could (a quota window's roll, a cooldown's end). The long poll waits on these.
+   */
+  wakeTopics: string[];
+  retryAtMs: number | null;
+}
+
+export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttempt> {
+  const { token, tokenHash } = newToken(ctx.random);
+  const request: ClaimRequest = {
+    spaceId: ctx.spaceId,
+    mailboxId: body.mailboxId,
+    scopeId: body.scopeId,
+    holder: body.holder,
+    holderSession: body.holderSession,
+    tokenHash,
+    leaseExpiresAt: leaseUntil(body.leaseSeconds, ctx.nowMs),
+    nowMs: ctx.nowMs,
+  };
+  const shortages = new Shortages();
+  let afterSeq = 0;
+  for (let examined = 0; examined < maxCandidatesPerAdmit; examined++) {
+    const candidate = await ctx.tx.messages.claimCandidate({ ...request, afterSeq });
+    if (!candidate) break;
+    if (candidate.claimed) return admitted(ctx, candidate.message, token, []);
+    const delivery = await tryCandidate(ctx, candidate.message, request, shortages);
+    if (delivery) return admitted(ctx, delivery.message, token, delivery.events);
+    afterSeq = candidate.message.seq;
+  }
+  // Only an empty answer needs to know the mailbox exists: the hot path skips the read.
+  if (afterSeq === 0 && !(await ctx.tx.mailboxes.get(ctx.spaceId, body.mailboxId))) throw notFound('mailbox');
+  return { delivery: undefined, wakeTopics: [topicOf('mailbox', body.mailboxId), ...shortages.topics], retryAtMs: shortages.retryAtMs };
+}
+
+/**
+ * Claims a locked READY candidate with its resources inside a savepoint; undefined, with nothing
+ * claimed and no resource lock kept, when one is short. A candidate needing as much of a
+ * resource as an earlier one found short is passed over without touching the store.
+ */
+async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages): Promise<{ message: Message; events: NewEvent[] } | undefined> {
+  assert(candidate.state === 'READY' && candidate.requirements !== null, `candidate ${candidate.id} is ${candidate.state}`);
+  if (shortages.knownShort(candidate.requirements)) return undefined;
+  let result: { message: Message; events: NewEvent[] } | undefined;
+  await ctx.tx.savepoints.attempt(async () => {
+    const taken = await claimResources(ctx, candidate, request, shortages);
+    if (!taken) return false;
+    const message = claim(candidate, request, taken.claimed);
+    await ctx.tx.messages.update(message);
+    result = { message, events: taken.events };
+    return true;
+  });
+  return result;
+}
+
+/** The claimed delivery's events (with its resources' events, appended in one statement), its task moved to RUNNING, and the reply. */
+async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[]): Promise<AdmitAttempt> {
+  assert(message.state === 'CLAIMED' && message.taskId !== null, `admitted message ${message.id} is ${message.state}`);
+  const claimed = claimedView(message.claimed);
+  const claimedEvent: NewEvent = {
+    type: eventTypes.messageClaimed,
+    aggregateType: 'mailbox',
+    aggregateId: message.mailboxId,
+    scopeId: message.scopeId,
+    data: { messageId: message.id, attempt: message.attempt, holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), admitted: true, claimed },
+  };
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx.tx, ctx.nowMs, message))]);
+  const delivery: AdmittedDeliveryView = {
+    messageId: message.id,
+    mailboxId: message.mailboxId,
+    taskId: message.taskId,
+    token,
+    leaseExpiresAt: isoFromMs(message.leaseExpiresAt!),
+    attempt: message.attempt,
+    payload: message.payload,
+    scopeId: message.scopeId,
+    claimed,
+  };
+  return { delivery, wakeTopics: [], retryAtMs: null };
+}

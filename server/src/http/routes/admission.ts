@@ -1,0 +1,45 @@
+import { admission, schemas, topicOf } from '@baton/core';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { AppDeps } from '../deps';
+import { longPollOn } from '../long-poll';
+import { attemptOperation, sendOutcome, type Outcome } from '../operation';
+import { errorReplies } from './schema-helpers';
+
+/** POST /tasks/admit (spec, admission rules; core/src/admission, docs/api.md). */
+export function admissionRoutes(deps: AppDeps) {
+  return async (plain: FastifyInstance): Promise<void> => {
+    const app = plain.withTypeProvider<ZodTypeProvider>();
+
+    app.post('/tasks/admit', {
+      config: { access: { anyOf: ['coordination_write' as const] } },
+      schema: {
+        tags: ['tasks'],
+        description:
+          'Claims the oldest admissible READY task delivery of the mailbox for the scope together with every resource its task requires (pool units, quota units, budget reservations, a work-limit slot), all or nothing; a delivery whose resources are short is passed over for the next. 204 when nothing is admissible after waitMs (capped at 30000); an empty admit stores nothing under its Idempotency-Key.',
+        params: schemas.spaceParams,
+        headers: schemas.idempotencyHeaders,
+        body: schemas.admitBody,
+        response: { 200: schemas.admittedDeliveryView, ...errorReplies(409, 422) },
+      },
+    }, async (request, reply) => {
+      // What the last empty try found short: the long poll waits on it.
+      let wake = { topics: [] as string[], atMs: null as number | null };
+      const attempt = (): Promise<Outcome> =>
+        attemptOperation(
+          deps,
+          request,
+          true,
+          async (ctx) => {
+            const result = await admission.admit(ctx, request.body);
+            wake = { topics: result.wakeTopics, atMs: result.retryAtMs };
+            return result.delivery ? { statusCode: 200, body: result.delivery } : { statusCode: 204, body: undefined };
+          },
+          (result) => result.statusCode !== 204,
+        );
+      const admitted = (o: Outcome): boolean => o.statusCode !== 204;
+      const outcome = await longPollOn(deps, request.body.waitMs, attempt, admitted, () => wake, [topicOf('mailbox', request.body.mailboxId)]);
+      return sendOutcome(reply, outcome);
+    });
+  };
+}

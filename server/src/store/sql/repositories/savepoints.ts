@@ -1,0 +1,26 @@
+import type { SavepointRunner } from '@baton/core';
+import type { SqlQueryable } from '../driver';
+
+/**
+ * Savepoints for admission's passed-over candidates. ROLLBACK TO SAVEPOINT undoes the writes
+ * after it and releases the row locks they took (they belong to the aborted subtransaction), so
+ * a candidate that could not be admitted leaves no lock that would break the lock order for the
+ * next candidate. A kept savepoint is not released: COMMIT ends it, which saves a round trip.
+ * Reusing one name is fine: a new SAVEPOINT of that name shadows the older one.
+ */
+export function sqlSavepoints(q: SqlQueryable): SavepointRunner {
+  return {
+    async attempt(work) {
+      await q.query('SAVEPOINT baton_candidate');
+      let keep: boolean;
+      try {
+        keep = await work();
+      } catch (error) {
+        await q.query('ROLLBACK TO SAVEPOINT baton_candidate');
+        throw error;
+      }
+      if (!keep) await q.query('ROLLBACK TO SAVEPOINT baton_candidate');
+      return keep;
+    },
+  };
+}
