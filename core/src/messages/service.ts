@@ -8,7 +8,7 @@ import type { Page } from '../store/repositories';
 import type { Tx } from '../store/store';
 import { isoFromMs, msFromIso } from '../time';
 import type { Mailbox, Message, MessageListPosition, MessageState } from './model';
-import { acked, assertMailbox, failedAttempt, holdsLease, leaseUntil, maxPayloadBytes, newToken, payloadBytes, renewed } from './rules';
+import { acked, assertMailbox, cancelled, failedAttempt, holdsLease, leaseUntil, maxPayloadBytes, newToken, payloadBytes, renewed } from './rules';
 import { deliveryView, mailboxView, messageView } from './views';
 import * as taskHooks from '../tasks/service';
 import type { DeliveryRequirements } from '../admission/model';
@@ -136,18 +136,36 @@ export interface SendRequest {
  * messages refuses with BACKLOG_FULL.
  */
 export async function send(ctx: OpContext, mailboxId: string, body: SendBody | SendRequest): Promise<{ created: boolean; view: MessageView }> {
+  const mailbox = await lockMailbox(ctx.tx, ctx.spaceId, mailboxId);
+  const sent = await sendLocked(ctx, mailbox, body);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, sent.events);
+  return { created: sent.created, view: messageView(sent.message) };
+}
+
+/** Locks the mailbox a send goes to: sends to one mailbox count its backlog one after another. */
+export const lockMailbox = (tx: Tx, spaceId: string, mailboxId: string): Promise<Mailbox> => mailboxOf(tx, spaceId, mailboxId, true);
+
+/**
+ * send into a mailbox the caller has locked (lockMailbox); answers the events instead of
+ * appending them, so a task's submit appends its own and its delivery's in one statement.
+ * `id` lets the caller know the message id before the insert (the task row names its delivery).
+ */
+export async function sendLocked(
+  ctx: OpContext,
+  mailbox: Mailbox,
+  body: (SendBody | SendRequest) & { id?: string },
+): Promise<{ created: boolean; message: Message; events: NewEvent[] }> {
   checkPayloadSize('payload', body.payload);
-  const mailbox = await mailboxOf(ctx.tx, ctx.spaceId, mailboxId, true);
   if (body.workKey !== undefined) {
-    const prior = await ctx.tx.messages.getByWorkKey(ctx.spaceId, mailboxId, body.workKey);
-    if (prior) return { created: false, view: messageView(sameSend(prior, body)) };
+    const prior = await ctx.tx.messages.getByWorkKey(ctx.spaceId, mailbox.id, body.workKey);
+    if (prior) return { created: false, message: sameSend(prior, body), events: [] };
   }
-  const live = await ctx.tx.messages.countLive(ctx.spaceId, mailboxId);
+  const live = await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id);
   if (live >= mailbox.backlogLimit) throw new BatonError('BACKLOG_FULL', `mailbox ${mailbox.name} holds ${live} READY or CLAIMED messages (backlogLimit ${mailbox.backlogLimit})`);
   const message = await ctx.tx.messages.insert({
-    id: ctx.random.uuid(),
+    id: body.id ?? ctx.random.uuid(),
     spaceId: ctx.spaceId,
-    mailboxId,
+    mailboxId: mailbox.id,
     scopeId: body.scopeId,
     payload: body.payload ?? null,
     workKey: body.workKey ?? null,
@@ -165,8 +183,7 @@ export async function send(ctx: OpContext, mailboxId: string, body: SendBody | S
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
   });
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(message, eventTypes.messageSent, { workKey: message.workKey })]);
-  return { created: true, view: messageView(message) };
+  return { created: true, message, events: [messageEvent(message, eventTypes.messageSent, { workKey: message.workKey })] };
 }
 
 function sameSend(prior: Message, body: SendRequest): Message {
@@ -255,8 +272,12 @@ export async function complete(ctx: OpContext, messageId: string, body: Complete
   await ctx.tx.messages.update(next);
   // Pool units and the work-limit slot go back; an admission's reservations stay for the worker to settle.
   const released = await releaseResources(ctx, message, false, 'ACKED');
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...released, messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null })]);
-  await taskHooks.onAcked(ctx.tx, ctx.nowMs, next, result?.payload);
+  const taskEvents = await taskHooks.onAcked(ctx.tx, ctx.nowMs, next, result?.payload);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
+    ...released,
+    messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null }),
+    ...taskEvents,
+  ]);
   let resultMessageId: string | null = null;
   if (result?.mailboxId !== undefined && result.scopeId !== undefined) {
     const published = await send(ctx, result.mailboxId, { scopeId: result.scopeId, payload: result.payload ?? null, workKey: result.workKey });
@@ -268,12 +289,9 @@ export async function complete(ctx: OpContext, messageId: string, body: Complete
 /** Gives the message back: READY when retry is asked and attempts remain, else DEAD. */
 export async function nack(ctx: OpContext, messageId: string, body: NackBody): Promise<NackReply> {
   const message = await lockLease(ctx, messageId, body.token);
-  const next = failedAttempt(message, body.retry, ctx.nowMs);
-  await ctx.tx.messages.update(next);
-  const events = [...(await releaseResources(ctx, message, true, 'NACKED')), messageEvent(next, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state: next.state })];
-  if (next.state === 'DEAD') events.push(deadEvent(next, body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED'));
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
-  await taskHooks.onFailedAttempt(ctx.tx, ctx.nowMs, next, body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED');
+  const next = await failAttempt(ctx, message, body.retry, body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED', 'NACKED', (state) =>
+    messageEvent(message, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state }),
+  );
   return { state: next.state };
 }
 
@@ -281,22 +299,43 @@ const deadEvent = (m: Message, reason: 'NACKED' | 'ATTEMPTS_EXHAUSTED'): NewEven
 
 /**
  * The lease-expiry sweep: every claim whose lease ran out returns to READY (DEAD after the last
- * attempt), its token dies, and what an admission claimed with it is released (reservations voided). Returns how many it expired; claimed with SKIP LOCKED, so several
- * servers can sweep at once.
+ * attempt), its token dies, and what an admission claimed with it is released (reservations
+ * voided). Returns how many it expired; claimed with SKIP LOCKED, so several servers can sweep
+ * at once.
  */
 export async function expireLeases(tx: Tx, nowMs: number, limit: number, random: Random): Promise<number> {
   const expired = await tx.messages.claimExpired(nowMs, limit);
   for (const message of expired) {
-    const next = failedAttempt(message, true, nowMs);
-    await tx.messages.update(next);
     const ctx: OpContext = { tx, spaceId: message.spaceId, nowMs, random };
-    const events = [
-      ...(await releaseResources(ctx, message, true, 'LEASE_EXPIRED')),
-      messageEvent(next, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state: next.state }),
-    ];
-    if (next.state === 'DEAD') events.push(deadEvent(next, 'ATTEMPTS_EXHAUSTED'));
-    await tx.events.append(message.spaceId, nowMs, events);
-    await taskHooks.onFailedAttempt(tx, nowMs, next, 'ATTEMPTS_EXHAUSTED');
+    await failAttempt(ctx, message, true, 'ATTEMPTS_EXHAUSTED', 'LEASE_EXPIRED', (state) =>
+      messageEvent(message, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state }),
+    );
   }
   return expired.length;
+}
+
+/**
+ * The end of a claim that failed (a nack, a lease that ran out): READY again while attempts
+ * remain and a retry is wanted, otherwise DEAD; the claim's resources are released and its
+ * reservations voided. A task delivery whose task has already ended (its deadline passed, or it
+ * was cancelled, while the delivery was claimed) is not offered again: CANCELLED, not READY.
+ */
+async function failAttempt(
+  ctx: OpContext,
+  message: Message,
+  retry: boolean,
+  deadReason: 'NACKED' | 'ATTEMPTS_EXHAUSTED',
+  releaseReason: string,
+  causeEvent: (state: MessageState) => NewEvent,
+): Promise<Message> {
+  const failed = failedAttempt(message, retry, ctx.nowMs);
+  const taskEvents = await taskHooks.onFailedAttempt(ctx.tx, ctx.nowMs, failed, deadReason);
+  const orphaned = failed.state === 'READY' && message.taskId !== null && taskEvents.length === 0;
+  const next = orphaned ? cancelled(failed, ctx.nowMs) : failed;
+  await ctx.tx.messages.update(next);
+  const events = [...(await releaseResources(ctx, message, true, releaseReason)), causeEvent(next.state)];
+  if (next.state === 'DEAD') events.push(deadEvent(next, deadReason));
+  if (orphaned) events.push(messageEvent(next, eventTypes.messageCancelled, { taskId: next.taskId, reason: 'TASK_ENDED' }));
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...events, ...taskEvents]);
+  return next;
 }

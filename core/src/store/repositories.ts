@@ -37,6 +37,11 @@ export interface ApiKeyRepository {
   get(id: string): Promise<ApiKey | undefined>;
   update(key: ApiKey): Promise<void>;
   countActiveByOrg(orgId: string): Promise<number>;
+  /**
+   * The key with its organization and the space a request names, in one round trip: every
+   * request authenticates, so this is on every request's path (server/src/http/auth.ts).
+   */
+  getWithTenant(keyId: string, spaceId: string): Promise<{ key: ApiKey; org: Org | undefined; space: Space | undefined } | undefined>;
 }
 
 export interface LockOptions {

@@ -38,6 +38,15 @@ export interface Task {
   updatedAt: number;
 }
 
+/** What a delivery's move writes onto its live task; a live task has no outcome or failureReason before. */
+export interface TaskMove {
+  state: TaskState;
+  attempts: number;
+  outcome: unknown;
+  failureReason: string | null;
+  updatedAt: number;
+}
+
 export interface TaskSubscriber {
   spaceId: string;
   taskId: string;

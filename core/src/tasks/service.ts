@@ -1,3 +1,4 @@
+import { assert } from '../assert';
 import type { OpContext } from '../context';
 import { BatonError, conflict, notFound, validationFailed } from '../errors';
 import { eventView } from '../events/journal';
@@ -5,13 +6,13 @@ import { eventTypes, type NewEvent } from '../events/model';
 import { cancelled } from '../messages/rules';
 import { releaseResources } from '../admission/claims';
 import type { Message } from '../messages/model';
-import { send } from '../messages/service';
+import { lockMailbox, sendLocked } from '../messages/service';
 import { messageView } from '../messages/views';
 import type { TaskCancelBody, TaskDebugView, TaskDetachBody, TaskDetachReply, TaskJoinBody, TaskListQuery, TaskStateReply, TaskSubmitBody, TaskSubmitReply, TaskView } from '../schemas/tasks';
 import type { Page } from '../store/repositories';
 import type { Tx } from '../store/store';
 import { isoFromMs, msFromIso } from '../time';
-import { isTerminalTask, type Task, type TaskListPosition, type TaskRequirements } from './model';
+import { isTerminalTask, type Task, type TaskListPosition, type TaskMove, type TaskRequirements, type TaskState } from './model';
 import { assertTask, taskFingerprint } from './rules';
 import { taskView } from './views';
 import { claimedView } from '../admission/views';
@@ -91,7 +92,8 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
   const existing = await ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey);
   if (existing) return { created: false, reply: await joinExisting(ctx, existing, fingerprint, body) };
 
-  if (!(await ctx.tx.mailboxes.get(ctx.spaceId, body.mailboxId))) throw notFound('mailbox');
+  // The mailbox first: it must exist before the task row names it, and the delivery's send needs its lock anyway.
+  const mailbox = await lockMailbox(ctx.tx, ctx.spaceId, body.mailboxId);
   const deliveryRequirements = await resolveRequirements(ctx, requirements, workLimit);
   const task: Task = {
     id: ctx.random.uuid(),
@@ -108,7 +110,7 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
     attempts: 0,
     outcome: null,
     failureReason: null,
-    messageId: null,
+    messageId: ctx.random.uuid(),
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
   };
@@ -118,11 +120,17 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
     if (!winner) throw conflict(`task ${body.taskKey} is being submitted; retry`);
     return { created: false, reply: await joinExisting(ctx, winner, fingerprint, body) };
   }
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [taskEvent(task, eventTypes.taskSubmitted, { taskKey: task.taskKey, mailboxId: task.mailboxId })]);
-  const delivery = await send(ctx, task.mailboxId, { scopeId: task.scopeId, payload: { taskId: task.id, input }, deadline: body.deadline, taskId: task.id, requirements: deliveryRequirements });
-  const withDelivery: Task = { ...task, messageId: delivery.view.id };
-  await ctx.tx.tasks.update(withDelivery);
-  if (body.subscriberId !== undefined) await subscribe(ctx, withDelivery, body.subscriberId, body.scopeId);
+  const delivery = await sendLocked(ctx, mailbox, {
+    id: task.messageId!,
+    scopeId: task.scopeId,
+    payload: { taskId: task.id, input },
+    deadline: body.deadline,
+    taskId: task.id,
+    requirements: deliveryRequirements,
+  });
+  assert(delivery.created, `task ${task.id}: its delivery was not sent`);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [taskEvent(task, eventTypes.taskSubmitted, { taskKey: task.taskKey, mailboxId: task.mailboxId }), ...delivery.events]);
+  if (body.subscriberId !== undefined) await subscribe(ctx, task, body.subscriberId, body.scopeId);
   return { created: true, reply: { taskId: task.id, state: task.state, created: true } };
 }
 
@@ -214,53 +222,47 @@ export async function debugView(tx: Tx, spaceId: string, id: string): Promise<Ta
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hooks of the message service: each runs in the transaction that moved the delivery, after
-// the message row is locked (lock order: message, then task). A terminal task stays as it is.
+// Hooks of the message service: each runs in the transaction that moved the delivery, under the
+// delivery's row lock (lock order: message, then task), and returns its event for the caller to
+// append with its own in one statement. A terminal task stays as it is (no event).
 
-async function liveTaskOf(tx: Tx, m: Message): Promise<Task | undefined> {
-  if (m.taskId === null) return undefined;
-  const task = await tx.tasks.get(m.spaceId, m.taskId, { forUpdate: true });
-  return task && !isTerminalTask(task.state) ? task : undefined;
+const moveOf = (m: Message, state: TaskState, nowMs: number, outcome: unknown = null, failureReason: string | null = null): TaskMove => ({
+  state,
+  attempts: m.attempt,
+  outcome,
+  failureReason,
+  updatedAt: nowMs,
+});
+
+async function moveTask(tx: Tx, m: Message, move: TaskMove, type: string, data: Record<string, unknown>): Promise<NewEvent[]> {
+  if (m.taskId === null) return [];
+  const task = await tx.tasks.moveLive(m.spaceId, m.taskId, move);
+  return task ? [taskEvent(task, type, { messageId: m.id, attempt: m.attempt, ...data })] : [];
 }
 
-/** A claim of the delivery: RUNNING. Returns the event for the caller to append with its own (one statement). */
+/** A claim of the delivery: RUNNING. */
 export async function onClaimed(tx: Tx, nowMs: number, m: Message): Promise<NewEvent[]> {
-  const task = await liveTaskOf(tx, m);
-  if (!task) return [];
-  const next: Task = { ...task, state: 'RUNNING', attempts: m.attempt, updatedAt: nowMs };
-  await tx.tasks.update(next);
-  return [
-    taskEvent(next, eventTypes.taskRunning, {
-      messageId: m.id,
-      attempt: m.attempt,
-      holder: m.holder,
-      holderSession: m.holderSession,
-      leaseExpiresAt: m.leaseExpiresAt === null ? null : isoFromMs(m.leaseExpiresAt),
-      claimed: m.claimed === null ? null : claimedView(m.claimed),
-    }),
-  ];
+  return moveTask(tx, m, moveOf(m, 'RUNNING', nowMs), eventTypes.taskRunning, {
+    holder: m.holder,
+    holderSession: m.holderSession,
+    leaseExpiresAt: m.leaseExpiresAt === null ? null : isoFromMs(m.leaseExpiresAt),
+    claimed: m.claimed === null ? null : claimedView(m.claimed),
+  });
 }
 
 /** A complete of the delivery: SUCCEEDED with the result payload as outcome. */
-export async function onAcked(tx: Tx, nowMs: number, m: Message, outcome: unknown): Promise<void> {
-  const task = await liveTaskOf(tx, m);
-  if (!task) return;
-  const next: Task = { ...task, state: 'SUCCEEDED', outcome: outcome ?? null, updatedAt: nowMs };
-  await tx.tasks.update(next);
-  await tx.events.append(m.spaceId, nowMs, [taskEvent(next, eventTypes.taskSucceeded, { messageId: m.id, attempt: m.attempt })]);
+export async function onAcked(tx: Tx, nowMs: number, m: Message, outcome: unknown): Promise<NewEvent[]> {
+  return moveTask(tx, m, moveOf(m, 'SUCCEEDED', nowMs, outcome ?? null), eventTypes.taskSucceeded, {});
 }
 
 /**
  * A failed attempt (nack or lease expiry), `m` being the message after it: READY again makes the
  * task PENDING (task.requeued); DEAD makes it FAILED with `reason`.
  */
-export async function onFailedAttempt(tx: Tx, nowMs: number, m: Message, reason: string): Promise<void> {
-  const task = await liveTaskOf(tx, m);
-  if (!task) return;
+export async function onFailedAttempt(tx: Tx, nowMs: number, m: Message, reason: string): Promise<NewEvent[]> {
   const failed = m.state === 'DEAD';
-  const next: Task = failed ? { ...task, state: 'FAILED', failureReason: reason, updatedAt: nowMs } : { ...task, state: 'PENDING', updatedAt: nowMs };
-  await tx.tasks.update(next);
-  await tx.events.append(m.spaceId, nowMs, [taskEvent(next, failed ? eventTypes.taskFailed : eventTypes.taskRequeued, { messageId: m.id, attempt: m.attempt, reason })]);
+  const move = failed ? moveOf(m, 'FAILED', nowMs, null, reason) : moveOf(m, 'PENDING', nowMs);
+  return moveTask(tx, m, move, failed ? eventTypes.taskFailed : eventTypes.taskRequeued, { reason });
 }
 
 /**

@@ -40,13 +40,8 @@ export async function authenticate(store: Store, request: FastifyRequest, spaceI
   const secret = bearer(request.headers.authorization);
   const keyId = secret === undefined ? undefined : keyIdOf(secret);
   if (secret === undefined || keyId === undefined) throw unauthenticated();
-  const found = await store.read(async (tx) => {
-    const key = await tx.apiKeys.get(keyId);
-    if (!key || key.revokedAt !== null || !secretMatches(secret, key.secretHash)) return undefined;
-    const [org, space] = await Promise.all([tx.orgs.get(key.orgId), uuidPattern.test(spaceId) ? tx.spaces.get(spaceId.toLowerCase()) : undefined]);
-    return { key, org, space };
-  });
-  if (!found || !found.org) throw unauthenticated();
+  const found = await store.read((tx) => tx.apiKeys.getWithTenant(keyId, uuidPattern.test(spaceId) ? spaceId.toLowerCase() : ''));
+  if (!found || found.key.revokedAt !== null || !secretMatches(secret, found.key.secretHash) || !found.org) throw unauthenticated();
   const { key, org, space } = found;
   if (!space || space.orgId !== key.orgId) throw new BatonError('NOT_FOUND', 'space not found');
   if (key.spaceIds !== null && !key.spaceIds.includes(space.id)) throw new BatonError('FORBIDDEN', 'credential is not allowed in this space');

@@ -124,6 +124,10 @@ export class MemoryStore implements Store {
         get: async (id) => apiKeys.get(id),
         update: async (k) => updateExisting(apiKeys, k.id, k),
         countActiveByOrg: async (orgId) => count(apiKeys.scan(), (k) => k.orgId === orgId && k.revokedAt === null),
+        getWithTenant: async (keyId, spaceId) => {
+          const k = apiKeys.get(keyId);
+          return k && { key: k, org: orgs.get(k.orgId), space: spaces.get(spaceId) };
+        },
       },
       budgets: {
         insert: async (b) => {

@@ -1,6 +1,6 @@
 import { assert } from '../../assert';
 import type { JournalEvent } from '../../events/model';
-import type { Task, TaskSubscriber } from '../../tasks/model';
+import { isTerminalTask, type Task, type TaskSubscriber } from '../../tasks/model';
 import { assertTask } from '../../tasks/rules';
 import type { LockOptions } from '../repositories';
 import type { TaskRepository } from '../task-repositories';
@@ -32,6 +32,14 @@ export function memoryTasks(undoLog: () => (() => void)[] | undefined, events: (
         assertTask(t);
         assert(tasks.has(key(t.spaceId, t.id)), `update of missing task ${t.id}`);
         tasks.set(key(t.spaceId, t.id), t);
+      },
+      moveLive: async (spaceId, id, move) => {
+        const task = tasks.get(key(spaceId, id));
+        if (!task || isTerminalTask(task.state)) return undefined;
+        const next: Task = { ...task, ...move };
+        assertTask(next);
+        tasks.set(key(spaceId, id), next);
+        return structuredClone(next);
       },
       list: async (spaceId, scopeId, states, after, limit) =>
         select(

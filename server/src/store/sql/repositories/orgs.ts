@@ -2,7 +2,7 @@ import { assert, type Org, type OrgRepository, type PlanLimits } from '@baton/co
 import { fromJson, jsonParam, timeParam, toInt, toMs, toText } from '../codec';
 import type { SqlQueryable } from '../driver';
 
-interface OrgRow {
+export interface OrgRow {
   id: unknown;
   name: unknown;
   plan: unknown;
@@ -11,9 +11,9 @@ interface OrgRow {
   updated_at: unknown;
 }
 
-const columns = 'id, name, plan, limits, created_at, updated_at';
+export const columns = 'id, name, plan, limits, created_at, updated_at';
 
-function toOrg(row: OrgRow): Org {
+export function toOrg(row: OrgRow): Org {
   return {
     id: toText(row.id),
     name: toText(row.name),

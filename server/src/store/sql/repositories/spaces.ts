@@ -2,7 +2,7 @@ import type { Space, SpaceRepository } from '@baton/core';
 import { timeParam, toInt, toMs, toText } from '../codec';
 import type { SqlQueryable } from '../driver';
 
-interface SpaceRow {
+export interface SpaceRow {
   space_id: unknown;
   org_id: unknown;
   name: unknown;
@@ -10,9 +10,9 @@ interface SpaceRow {
   updated_at: unknown;
 }
 
-const columns = 'space_id, org_id, name, created_at, updated_at';
+export const columns = 'space_id, org_id, name, created_at, updated_at';
 
-function toSpace(row: SpaceRow): Space {
+export function toSpace(row: SpaceRow): Space {
   return {
     id: toText(row.space_id),
     orgId: toText(row.org_id),

@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { CandidateRequest, DeliveryRequirements, Mailbox, NewMessage, Store, Task } from '@baton/core';
+import { storeTargets } from './support/databases';
+
+/** What admission needs from every store: candidates, savepoints, live task moves, the principal lookup. */
+const T0 = 1_700_000_000_000;
+
+describe.each(storeTargets())('admission store conformance on $name', (target) => {
+  let store: Store;
+  let closeStore: () => Promise<void>;
+  let spaceId: string;
+  let orgId: string;
+  let box: Mailbox;
+  const scopeId = randomUUID();
+
+  beforeEach(async () => {
+    const opened = await target.open();
+    store = opened.store;
+    closeStore = opened.close;
+    spaceId = randomUUID();
+    orgId = randomUUID();
+    box = { id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
+    await store.transaction(async (tx) => {
+      await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: T0, updatedAt: T0 });
+      await tx.spaces.insert({ id: spaceId, orgId, name: 's', createdAt: T0, updatedAt: T0 });
+      await tx.mailboxes.insert(box);
+    });
+  });
+  afterEach(async () => closeStore());
+
+  const needs: DeliveryRequirements = { pools: [{ id: randomUUID(), name: 'gpu', units: 1 }], quotas: [], budgets: [], workLimit: null };
+
+  /** A task and its READY delivery; `plain` sends a message without a task. */
+  const deliver = async (requirements: DeliveryRequirements | null, plain = false): Promise<{ taskId: string | null; messageId: string }> =>
+    store.transaction(async (tx) => {
+      const taskId = plain ? null : randomUUID();
+      if (taskId !== null) {
+        const task: Task = {
+          id: taskId, spaceId, taskKey: `k-${taskId}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId, state: 'PENDING', input: null,
+          requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, createdAt: T0, updatedAt: T0,
+        };
+        expect(await tx.tasks.insert(task)).toBe(true);
+      }
+      const message: NewMessage = {
+        id: randomUUID(), spaceId, mailboxId: box.id, scopeId, payload: { taskId }, workKey: null, deadline: null, taskId, requirements, claimed: null, state: 'READY', attempt: 0,
+        tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, createdAt: T0, updatedAt: T0,
+      };
+      const inserted = await tx.messages.insert(message);
+      return { taskId, messageId: inserted.id };
+    });
+  const request = (afterSeq = 0): CandidateRequest => ({
+    spaceId, mailboxId: box.id, scopeId, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, afterSeq,
+  });
+
+  it('claimCandidate claims a delivery without requirements in one step, and only locks one with requirements', async () => {
+    await deliver(null, true); // a plain message: never a candidate
+    const needy = await deliver(needs);
+    const free = await deliver(null);
+    const first = await store.transaction((tx) => tx.messages.claimCandidate(request()));
+    expect(first?.claimed).toBe(false);
+    expect(first?.message).toMatchObject({ id: needy.messageId, state: 'READY', attempt: 0, requirements: needs });
+    const second = await store.transaction((tx) => tx.messages.claimCandidate(request(first!.message.seq)));
+    expect(second?.claimed).toBe(true);
+    expect(second?.message).toMatchObject({ id: free.messageId, state: 'CLAIMED', attempt: 1, holder: 'h', holderSession: 's', claimed: null });
+    expect(await store.transaction((tx) => tx.messages.claimCandidate(request(second!.message.seq)))).toBeUndefined();
+    // The one with requirements is still READY: only an update claims it.
+    expect(await store.read((tx) => tx.messages.get(spaceId, needy.messageId))).toMatchObject({ state: 'READY' });
+  });
+
+  it('a savepoint keeps what work wrote when it answers true, and undoes writes and events when it answers false or throws', async () => {
+    const { messageId } = await deliver(null);
+    const eventsAfter = async () => (await store.read((tx) => tx.events.listAfter(spaceId, '0', 100))).length;
+    const before = await eventsAfter();
+    await store.transaction(async (tx) => {
+      const m = (await tx.messages.get(spaceId, messageId, { forUpdate: true }))!;
+      const undone = await tx.savepoints.attempt(async () => {
+        await tx.messages.update({ ...m, result: { changed: 1 } });
+        await tx.events.append(spaceId, T0, [{ type: 'x.y', aggregateType: 'x', aggregateId: 'a', scopeId: null, data: {} }]);
+        return false;
+      });
+      expect(undone).toBe(false);
+      await expect(tx.savepoints.attempt(async () => {
+        await tx.messages.update({ ...m, result: { changed: 2 } });
+        throw new Error('planted');
+      })).rejects.toThrow('planted');
+      expect((await tx.messages.get(spaceId, messageId))!.result).toBeNull();
+      expect(await tx.savepoints.attempt(async () => (await tx.messages.update({ ...m, result: { changed: 3 } }), true))).toBe(true);
+    });
+    expect((await store.read((tx) => tx.messages.get(spaceId, messageId)))!.result).toEqual({ changed: 3 });
+    expect(await eventsAfter()).toBe(before);
+  });
+
+  it('moveLive moves a PENDING or RUNNING task and leaves a terminal one untouched', async () => {
+    const { taskId } = await deliver(null);
+    const running = await store.transaction((tx) => tx.tasks.moveLive(spaceId, taskId!, { state: 'RUNNING', attempts: 1, outcome: null, failureReason: null, updatedAt: T0 + 1 }));
+    expect(running).toMatchObject({ state: 'RUNNING', attempts: 1, updatedAt: T0 + 1 });
+    const done = await store.transaction((tx) => tx.tasks.moveLive(spaceId, taskId!, { state: 'SUCCEEDED', attempts: 1, outcome: { ok: true }, failureReason: null, updatedAt: T0 + 2 }));
+    expect(done).toMatchObject({ state: 'SUCCEEDED', outcome: { ok: true } });
+    expect(await store.transaction((tx) => tx.tasks.moveLive(spaceId, taskId!, { state: 'PENDING', attempts: 1, outcome: null, failureReason: null, updatedAt: T0 + 3 }))).toBeUndefined();
+    expect(await store.read((tx) => tx.tasks.get(spaceId, taskId!))).toMatchObject({ state: 'SUCCEEDED', updatedAt: T0 + 2 });
+    expect(await store.transaction((tx) => tx.tasks.moveLive(spaceId, randomUUID(), { state: 'RUNNING', attempts: 1, outcome: null, failureReason: null, updatedAt: T0 }))).toBeUndefined();
+  });
+
+  it('getWithTenant answers the key with its org and the named space in one lookup', async () => {
+    const keyId = randomUUID();
+    await store.transaction((tx) =>
+      tx.apiKeys.insert({ id: keyId, orgId, name: 'k', secretHash: 'h', permissions: ['coordination_read'], spaceIds: null, createdAt: T0, revokedAt: null }),
+    );
+    const found = await store.read((tx) => tx.apiKeys.getWithTenant(keyId, spaceId));
+    expect(found?.key).toMatchObject({ id: keyId, orgId, permissions: ['coordination_read'], spaceIds: null });
+    expect(found?.org).toMatchObject({ id: orgId, plan: 'TEAM' });
+    expect(found?.space).toEqual({ id: spaceId, orgId, name: 's', createdAt: T0, updatedAt: T0 });
+    expect((await store.read((tx) => tx.apiKeys.getWithTenant(keyId, randomUUID())))?.space).toBeUndefined();
+    expect(await store.read((tx) => tx.apiKeys.getWithTenant(randomUUID(), spaceId))).toBeUndefined();
+  });
+});
