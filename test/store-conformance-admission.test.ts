@@ -23,7 +23,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
     box = { id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
     await store.transaction(async (tx) => {
       await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: T0, updatedAt: T0 });
-      await tx.spaces.insert({ id: spaceId, orgId, name: 's', createdAt: T0, updatedAt: T0 });
+      await tx.spaces.insert({ id: spaceId, orgId, name: 's', limits: null, createdAt: T0, updatedAt: T0 });
       await tx.mailboxes.insert(box);
     });
   });
@@ -110,7 +110,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
     const found = await store.read((tx) => tx.apiKeys.getWithTenant(keyId, spaceId));
     expect(found?.key).toMatchObject({ id: keyId, orgId, permissions: ['coordination_read'], spaceIds: null });
     expect(found?.org).toMatchObject({ id: orgId, plan: 'TEAM' });
-    expect(found?.space).toEqual({ id: spaceId, orgId, name: 's', createdAt: T0, updatedAt: T0 });
+    expect(found?.space).toEqual({ id: spaceId, orgId, name: 's', limits: null, createdAt: T0, updatedAt: T0 });
     expect((await store.read((tx) => tx.apiKeys.getWithTenant(keyId, randomUUID())))?.space).toBeUndefined();
     expect(await store.read((tx) => tx.apiKeys.getWithTenant(randomUUID(), spaceId))).toBeUndefined();
   });

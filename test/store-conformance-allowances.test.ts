@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { allowances, SeededRandom, type Allowance, type AllowanceWaiter, type Store } from '@baton/core';
+import { allowances, defaultSpaceLimits, SeededRandom, type Allowance, type AllowanceWaiter, type Store } from '@baton/core';
 import { storeTargets } from './support/databases';
 
 /**
@@ -23,7 +23,7 @@ describe.each(storeTargets())('allowance store conformance on $name', (target) =
     const orgId = randomUUID();
     await store.transaction(async (tx) => {
       await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: T0, updatedAt: T0 });
-      await tx.spaces.insert({ id: spaceId, orgId, name: 's', createdAt: T0, updatedAt: T0 });
+      await tx.spaces.insert({ id: spaceId, orgId, name: 's', limits: null, createdAt: T0, updatedAt: T0 });
     });
   });
   afterEach(async () => closeStore());
@@ -100,7 +100,7 @@ describe.each(storeTargets())('allowance store conformance on $name', (target) =
 
   it('with several sweepers at once, every waiter is granted once and no window exceeds its limit', async () => {
     const random = new SeededRandom(5);
-    const ctx = (nowMs: number) => (tx: Parameters<Parameters<Store['transaction']>[0]>[0]) => ({ tx, spaceId, nowMs, random });
+    const ctx = (nowMs: number) => (tx: Parameters<Parameters<Store['transaction']>[0]>[0]) => ({ tx, spaceId, nowMs, random, limits: defaultSpaceLimits });
     const created = await store.transaction((tx) => allowances.createAllowance(ctx(T0)(tx), { name: 'shared', unitsLimit: 5, windowSeconds: 1 }, true));
     const waiters: string[] = [];
     for (let i = 0; i < 12; i++) {

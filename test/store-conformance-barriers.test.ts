@@ -48,7 +48,7 @@ describe.each(storeTargets())('barrier store conformance on $name', (target) => 
 
   async function tenant(): Promise<{ org: Org; space: Space }> {
     const org: Org = { id: randomUUID(), name: 'acme', plan: 'FREE', limits: null, createdAt: T0, updatedAt: T0 };
-    const space: Space = { id: randomUUID(), orgId: org.id, name: 'default', createdAt: T0, updatedAt: T0 };
+    const space: Space = { id: randomUUID(), orgId: org.id, name: 'default', limits: null, createdAt: T0, updatedAt: T0 };
     await store.transaction(async (tx) => {
       await tx.orgs.insert(org);
       await tx.spaces.insert(space);
@@ -88,7 +88,7 @@ describe.each(storeTargets())('barrier store conformance on $name', (target) => 
     await store.transaction(async (tx) => {
       for (const b of rows) await tx.barriers.insert(b);
     });
-    const other: Space = { id: randomUUID(), orgId: o.id, name: 'other', createdAt: T0, updatedAt: T0 };
+    const other: Space = { id: randomUUID(), orgId: o.id, name: 'other', limits: null, createdAt: T0, updatedAt: T0 };
     await store.transaction((tx) => tx.spaces.insert(other));
     await committed(other.id);
 
@@ -164,7 +164,7 @@ describe.each(storeTargets())('barrier store conformance on $name', (target) => 
 
   it('keeps spaces apart', async () => {
     const { org: o, space: s } = await tenant();
-    const other: Space = { id: randomUUID(), orgId: o.id, name: 'other', createdAt: T0, updatedAt: T0 };
+    const other: Space = { id: randomUUID(), orgId: o.id, name: 'other', limits: null, createdAt: T0, updatedAt: T0 };
     await store.transaction((tx) => tx.spaces.insert(other));
     const b = await committed(s.id);
     await store.transaction((tx) => tx.barriers.insertArrival(arrival(b, 'a')));

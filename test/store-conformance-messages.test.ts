@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { messages, SeededRandom, type ClaimRequest, type Mailbox, type NewMessage, type Store, type Tx } from '@baton/core';
+import { defaultSpaceLimits, messages, SeededRandom, type ClaimRequest, type Mailbox, type NewMessage, type Store, type Tx } from '@baton/core';
 import { storeTargets } from './support/databases';
 
 /**
@@ -22,7 +22,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const orgId = randomUUID();
     await store.transaction(async (tx) => {
       await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: T0, updatedAt: T0 });
-      await tx.spaces.insert({ id: spaceId, orgId, name: 's', createdAt: T0, updatedAt: T0 });
+      await tx.spaces.insert({ id: spaceId, orgId, name: 's', limits: null, createdAt: T0, updatedAt: T0 });
     });
   });
   afterEach(async () => closeStore());
@@ -70,7 +70,9 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
       expect(await tx.messages.get(spaceId, keyed.id)).toEqual(keyed);
       expect(await tx.messages.getByWorkKey(spaceId, box.id, 'k')).toEqual(keyed);
       expect(await tx.messages.list(spaceId, box.id, null, all[0]!.seq, 10)).toHaveLength(2);
-      expect(await tx.messages.countLive(spaceId, box.id)).toBe(3);
+      expect(await tx.messages.countLive(spaceId, box.id, { mailbox: 100, space: 100 })).toEqual({ mailbox: 3, space: 3 });
+      // Each count stops at its cap.
+      expect(await tx.messages.countLive(spaceId, box.id, { mailbox: 2, space: 1 })).toEqual({ mailbox: 2, space: 1 });
     });
   });
 
@@ -114,7 +116,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const scope = randomUUID();
     const { box } = await seed(6, scope);
     const random = new SeededRandom(3);
-    const ctx = (tx: Tx) => ({ tx, spaceId, nowMs: T0, random });
+    const ctx = (tx: Tx) => ({ tx, spaceId, nowMs: T0, random, limits: defaultSpaceLimits });
     for (let i = 0; i < 6; i++) await store.transaction((tx) => messages.claimNext(ctx(tx), { mailboxId: box.id, scopeId: scope, holder: 'h', holderSession: 's', leaseSeconds: 5 }));
     const counts = await Promise.all(Array.from({ length: 4 }, () => store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 2, new SeededRandom(7)))));
     const more = await store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 100, new SeededRandom(7)));
@@ -123,7 +125,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const expired = journal.filter((e) => e.type === 'message.lease_expired').map((e) => String(e.data.messageId));
     expect(new Set(expired).size).toBe(6);
     expect(expired).toHaveLength(6);
-    expect(await store.read((tx) => tx.messages.countLive(spaceId, box.id))).toBe(6);
+    expect((await store.read((tx) => tx.messages.countLive(spaceId, box.id, { mailbox: 100, space: 100 }))).mailbox).toBe(6);
     expect((await store.read((tx) => tx.messages.list(spaceId, box.id, ['READY'], null, 10))).length).toBe(6);
   });
 });

@@ -58,7 +58,7 @@ describe.each(storeTargets())('pool and work-limit store conformance on $name', 
 
   async function tenant(): Promise<{ org: Org; space: Space }> {
     const o: Org = { id: randomUUID(), name: 'acme', plan: 'FREE', limits: null, createdAt: T0, updatedAt: T0 };
-    const s: Space = { id: randomUUID(), orgId: o.id, name: 'default', createdAt: T0, updatedAt: T0 };
+    const s: Space = { id: randomUUID(), orgId: o.id, name: 'default', limits: null, createdAt: T0, updatedAt: T0 };
     await store.transaction(async (tx) => {
       await tx.orgs.insert(o);
       await tx.spaces.insert(s);
@@ -87,7 +87,7 @@ describe.each(storeTargets())('pool and work-limit store conformance on $name', 
 
     it('keeps names unique within a space: a second insert of the name writes nothing and says so', async () => {
       const { org: o, space: s } = await tenant();
-      const other: Space = { id: randomUUID(), orgId: o.id, name: 'other', createdAt: T0, updatedAt: T0 };
+      const other: Space = { id: randomUUID(), orgId: o.id, name: 'other', limits: null, createdAt: T0, updatedAt: T0 };
       await store.transaction((tx) => tx.spaces.insert(other));
       const first = await committed(s.id, { name: 'shared' });
       const second = kind.make(s.id, { name: 'shared', limit: 3 });
@@ -104,7 +104,7 @@ describe.each(storeTargets())('pool and work-limit store conformance on $name', 
       const { org: o, space: s } = await tenant();
       const names = ['delta', 'Alpha', 'alpha', 'beta', '_under', 'Zulu', 'a b', 'äpfel', 'a-b', '10', '9'];
       for (const name of names) await committed(s.id, { name });
-      const other: Space = { id: randomUUID(), orgId: o.id, name: 'other', createdAt: T0, updatedAt: T0 };
+      const other: Space = { id: randomUUID(), orgId: o.id, name: 'other', limits: null, createdAt: T0, updatedAt: T0 };
       await store.transaction((tx) => tx.spaces.insert(other));
       await committed(other.id, { name: 'b-other' });
 

@@ -21,7 +21,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
     box = { id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
     await store.transaction(async (tx) => {
       await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: T0, updatedAt: T0 });
-      await tx.spaces.insert({ id: spaceId, orgId, name: 's', createdAt: T0, updatedAt: T0 });
+      await tx.spaces.insert({ id: spaceId, orgId, name: 's', limits: null, createdAt: T0, updatedAt: T0 });
       await tx.mailboxes.insert(box);
     });
   });

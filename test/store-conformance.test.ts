@@ -18,7 +18,7 @@ function org(overrides: Partial<Org> = {}): Org {
 }
 
 function space(orgId: string, overrides: Partial<Space> = {}): Space {
-  return { id: randomUUID(), orgId, name: 'default', createdAt: T0, updatedAt: T0, ...overrides };
+  return { id: randomUUID(), orgId, name: 'default', limits: null, createdAt: T0, updatedAt: T0, ...overrides };
 }
 
 function apiKey(orgId: string, overrides: Partial<ApiKey> = {}): ApiKey {

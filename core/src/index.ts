@@ -17,6 +17,7 @@ export * from './notifier';
 export * from './tenancy/model';
 export * from './tenancy/plans';
 export * as tenancy from './tenancy/service';
+export * from './tenancy/space-limits';
 export * from './allowances/model';
 export * from './allowances/rules';
 export * as allowances from './allowances/service';

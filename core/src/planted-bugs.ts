@@ -18,6 +18,8 @@ export const plantableBugs = [
   'barrier-counts-repeat-arrival',
   /** recv also claims a CLAIMED message whose lease is still live: two live leases, double delivery (memory store). */
   'message-claims-leased',
+  /** the end of an admitted claim by nack, lease expiry or cancel forgets to give its pool units back (admission). */
+  'admission-keeps-pool-units',
 ] as const;
 export type PlantedBug = (typeof plantableBugs)[number];
 

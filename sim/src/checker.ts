@@ -3,6 +3,7 @@ import type { Ledger } from './ledger';
 import type { SeenEvent } from './agents/watcher';
 import { checkAllowances } from './checks/allowances';
 import { checkMessagesFinal, type MessageLedger } from './checks/messages';
+import type { TaskWorkload } from './agents/task-workload';
 
 /**
  * The invariants, checked against the store itself (the oracle) and against what clients were
@@ -54,15 +55,27 @@ export interface MessageCheck {
   nowMs: number;
 }
 
-export async function checkFinal(store: Store, spaceId: string, budgetIds: string[], ledger: Ledger, watched: SeenEvent[], messages?: MessageCheck): Promise<string[]> {
+export interface TaskCheck {
+  workload: TaskWorkload;
+  /** The simulated time now: no delivery may be CLAIMED past its lease by then. */
+  nowMs: number;
+  /** Check FIFO admission: only where the journal order is the commit order (not under concurrent PostgreSQL sessions). */
+  fifo: boolean;
+}
+
+export async function checkFinal(store: Store, spaceId: string, budgetIds: string[], ledger: Ledger, watched: SeenEvent[], messages?: MessageCheck, tasks?: TaskCheck): Promise<string[]> {
   const problems: string[] = [];
   const journal = await readJournal(store, spaceId);
-  checkReservations(journal, ledger, problems);
-  const entries = checkEntries(journal, ledger, problems);
+  // The task budget's reservations are made by admission and closed by task workers, not by the spenders the ledger follows.
+  const taskBudgetIds = new Set(tasks?.workload.world.budgets.map((b) => b.id) ?? []);
+  const spending = journal.filter((e) => !(e.aggregateType === 'budget' && taskBudgetIds.has(e.aggregateId)));
+  checkReservations(spending, ledger, problems);
+  const entries = checkEntries(spending, ledger, problems);
   await checkBalances(store, spaceId, budgetIds, entries, problems);
   checkWatcher(journal, watched, problems);
   checkAllowances(journal, problems);
   if (messages) problems.push(...(await checkMessagesFinal(store, spaceId, messages.mailboxIds, journal, messages.ledger, messages.nowMs)));
+  if (tasks) problems.push(...(await tasks.workload.checkFinal(store, journal, tasks.nowMs, tasks.fifo)));
   return problems;
 }
 

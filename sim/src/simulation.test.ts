@@ -47,6 +47,16 @@ describe('the simulator', () => {
     expect(await quietly(() => main(argv))).toBe(1);
   }, 60_000);
 
+  it('catches a double delivery (message-claims-leased) with the task invariants alone, replayably', async () => {
+    plantedBugs.add('message-claims-leased');
+    // No message agents: only the task workers' raw recv reaches the bug, so only the task checks can see it.
+    const failing = await simulate({ seed: 1, agents: 6, steps: 1_500, store: 'memory', messageAgents: false });
+    expect(failing.violations).toContainEqual(expect.stringMatching(/^task delivery .* two live leases$/));
+    const replay = await simulate(failing.config);
+    expect(replay.traceHash).toBe(failing.traceHash);
+    expect(replay.violations).toEqual(failing.violations);
+  }, 60_000);
+
   it('shrinks a failing run to a smaller one that still fails', async () => {
     plantedBugs.add('idempotency-applies-twice');
     const failing = await simulate({ seed: 1, agents: 8, steps: 1_500, store: 'memory' });

@@ -6,6 +6,7 @@ import { QuotaAgent } from './agents/quota-agent';
 import { MessageSender } from './agents/message-sender';
 import { MessageWorker } from './agents/message-worker';
 import { Spender } from './agents/spender';
+import { TaskWorkload } from './agents/task-workload';
 import { Watcher } from './agents/watcher';
 import { checkFinal, checkStep } from './checker';
 import { MessageLedger } from './checks/messages';
@@ -31,6 +32,8 @@ export interface SimConfig {
   store: StoreKind;
   /** Print the trace as it happens. */
   trace?: boolean;
+  /** False: no message sender or workers (the task agents alone must catch a double delivery). Default true. */
+  messageAgents?: boolean;
 }
 
 export interface SimResult {
@@ -84,12 +87,13 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     };
     sim.network = new Network(scheduler, rng.fork('network'), sim.faults, server, trace);
     const barriers = await BarrierWorkload.setUp(server, sim, rng.fork('barriers'));
+    const tasks = await TaskWorkload.setUp(server, sim, rng.seed);
     const watcher = new Watcher('watcher', sim);
     const workers = Array.from({ length: config.agents }, (_, i) => (i % 3 === 2 ? new QuotaAgent(`quota${i}`, sim) : new Spender(`agent${i}`, sim)));
     const messageLedger = new MessageLedger((message) => ledger.violation(message), ledger.crashedSessions);
     // Message agents run besides --agents (a fixed few, like the barrier agents): one sender, two workers, one of them often slow.
     const messageAgents = [new MessageSender('sender0', sim, messageLedger), new MessageWorker('mworker0', sim, messageLedger, 0.1), new MessageWorker('mworker1', sim, messageLedger, 0.35)];
-    const agents = [...workers, new Janitor('janitor', sim), watcher, ...messageAgents];
+    const agents = [...workers, new Janitor('janitor', sim), watcher, ...(config.messageAgents === false ? [] : messageAgents), ...tasks.agents()];
     for (const agent of agents) agent.start();
     for (const agent of barriers.agents()) agent.start();
     scheduleServerFaults(scheduler, server, rng.fork('server-faults'), sim, trace);
@@ -97,7 +101,8 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const checkEvery = config.store === 'memory' ? 1 : 25;
     while (scheduler.steps < config.steps && ledger.violations.length === 0) {
       await scheduler.step();
-      if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await checkStep(store, tenant.spaceId, tenant.budgetIds)));
+      if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await checkStep(store, tenant.spaceId, [...tenant.budgetIds, ...tasks.world.budgets.map((b) => b.id)])));
+      if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await tasks.checkStep(store)));
       if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await barriers.checkStep(store)));
     }
     phase = 'liveness';
@@ -110,7 +115,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const drainEndMs = scheduler.now() + 10_000;
     while ((scheduler.nextAtMs() ?? Infinity) <= drainEndMs) await scheduler.step();
     while ((await drive(scheduler, watcher.readPage())) > 0);
-    if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen, { mailboxIds: tenant.mailboxIds, ledger: messageLedger, nowMs: scheduler.now() })));
+    if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen, { mailboxIds: tenant.mailboxIds, ledger: messageLedger, nowMs: scheduler.now() }, { workload: tasks, nowMs: scheduler.now(), fifo: config.store !== 'pg' })));
     if (ledger.violations.length === 0) ledger.violations.push(...(await barriers.checkFinal(store)));
     return {
       config: { ...config, faults },

@@ -279,4 +279,29 @@ describe.each(storeTargets())('mailboxes over HTTP on $name', (target) => {
       expect(res.body).toMatchObject({ payload: 'retry-me', attempt: 2 });
     });
   });
+  describe('INBOX mode', () => {
+    it('an INBOX with a recipientId serves only that holder (recv and admit); anyone may send to it', async () => {
+      const inbox = await create({ mode: 'INBOX', recipientId: 'agent-7' });
+      expect((await send(inbox, 'for agent-7')).statusCode).toBe(201);
+      const stranger = await recv(inbox, { holder: 'agent-8' });
+      expect(stranger.statusCode).toBe(403);
+      expect(stranger.body.error).toMatchObject({ code: 'FORBIDDEN' });
+      expect(stranger.body.error.message).toContain('agent-7');
+      const owner = await recv(inbox, { holder: 'agent-7' });
+      expect(owner.statusCode).toBe(200);
+      expect(owner.body).toMatchObject({ payload: 'for agent-7', claimed: { pools: [], quotas: [], budgets: [], workLimit: null } });
+      await server.api('POST', '/tasks', { body: { scopeId, mailboxId: inbox, taskKey: `inbox-task-${counter}` }, idem: idem() });
+      const admitBody = (holder: string) => ({ body: { scopeId, mailboxId: inbox, holder, holderSession: 's' }, idem: idem() });
+      expect((await server.api('POST', '/tasks/admit', admitBody('agent-8'))).statusCode).toBe(403);
+      expect((await server.api('POST', '/tasks/admit', admitBody('agent-7'))).statusCode).toBe(200);
+    });
+
+    it('a WORK mailbox, or an INBOX without recipientId, serves any holder', async () => {
+      for (const settings of [{ mode: 'WORK', recipientId: 'agent-7' }, { mode: 'INBOX' }]) {
+        const box = await create(settings);
+        await send(box, 'anyone');
+        expect((await recv(box, { holder: 'agent-8' })).statusCode).toBe(200);
+      }
+    });
+  });
 });

@@ -29,7 +29,7 @@ export interface TestServer {
   key: string;
   admin(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<Reply>;
   /** A call to /v1/spaces/{spaceId}{path} with the default key unless `key` says otherwise. */
-  api(method: 'GET' | 'POST', path: string, options?: CallOptions): Promise<Reply>;
+  api(method: 'GET' | 'POST' | 'PUT', path: string, options?: CallOptions): Promise<Reply>;
   /** Creates a key in this organization and returns its secret. */
   newKey(body?: { permissions?: string[]; spaceIds?: string[] }): Promise<string>;
   inject(method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<Reply>;

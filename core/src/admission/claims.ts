@@ -7,6 +7,7 @@ import type { BudgetEntry, Reservation } from '../budgets/model';
 import { eventTypes, type NewEvent } from '../events/model';
 import type { Message } from '../messages/model';
 import { topicOf } from '../notifier';
+import { plantedBugs } from '../planted-bugs';
 import { isoFromMs } from '../time';
 import type { ClaimedResources, DeliveryRequirements } from './model';
 
@@ -138,6 +139,7 @@ export async function releaseResources(ctx: OpContext, delivery: Message, voidRe
   const events: NewEvent[] = [];
   const about = { messageId: delivery.id, taskId: delivery.taskId, holder: delivery.holder, holderSession: delivery.holderSession, reason: why };
   for (const p of held.pools) {
+    if (voidReservations && plantedBugs.has('admission-keeps-pool-units')) continue;
     const pool = await tx.pools.release(spaceId, p.id, p.units, nowMs);
     events.push({ type: eventTypes.poolUnitsReleased, aggregateType: 'pool', aggregateId: p.id, scopeId: delivery.scopeId, data: { ...about, units: p.units, inUse: pool.inUse } });
   }

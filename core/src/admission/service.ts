@@ -1,9 +1,9 @@
 import { assert } from '../assert';
 import type { OpContext } from '../context';
-import { notFound } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
 import type { ClaimRequest, Message } from '../messages/model';
 import { claim, leaseUntil, newToken } from '../messages/rules';
+import { receivableMailbox } from '../messages/service';
 import { topicOf } from '../notifier';
 import type { AdmitBody, AdmittedDeliveryView } from '../schemas/admission';
 import * as taskHooks from '../tasks/service';
@@ -39,9 +39,10 @@ export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttem
     holder: body.holder,
     holderSession: body.holderSession,
     tokenHash,
-    leaseExpiresAt: leaseUntil(body.leaseSeconds, ctx.nowMs),
+    leaseExpiresAt: leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
     nowMs: ctx.nowMs,
   };
+  await receivableMailbox(ctx.tx, ctx.spaceId, body.mailboxId, body.holder);
   const shortages = new Shortages();
   let afterSeq = 0;
   for (let examined = 0; examined < maxCandidatesPerAdmit; examined++) {
@@ -52,8 +53,6 @@ export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttem
     if (delivery) return admitted(ctx, delivery.message, token, delivery.events);
     afterSeq = candidate.message.seq;
   }
-  // Only an empty answer needs to know the mailbox exists: the hot path skips the read.
-  if (afterSeq === 0 && !(await ctx.tx.mailboxes.get(ctx.spaceId, body.mailboxId))) throw notFound('mailbox');
   return { delivery: undefined, wakeTopics: [topicOf('mailbox', body.mailboxId), ...shortages.topics], retryAtMs: shortages.retryAtMs };
 }
 

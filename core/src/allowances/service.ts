@@ -20,8 +20,6 @@ export { waiterView as waiterViewOf } from './views';
  * sweep (serveDueLines), which claims lines by wakeAt.
  */
 
-/** Until space limits are configurable (the limits issue), the spec's default. */
-export const maxPendingWaitersPerSpace = 10_000;
 /** Waiters one pass serves: the head blocks the rest anyway, and expiry catches up next pass. */
 const linePassLimit = 1_000;
 
@@ -133,8 +131,8 @@ const exhausted = (message: string): BatonError => new BatonError('QUOTA_EXHAUST
 export async function wait(ctx: OpContext, id: string, body: WaitBody): Promise<WaiterView> {
   const a = await lockAllowance(ctx, id);
   checkUnits(a, body.units);
-  if ((await ctx.tx.allowanceWaiters.countWaitingInSpace(ctx.spaceId)) >= maxPendingWaitersPerSpace) {
-    throw new BatonError('BACKLOG_FULL', `the space has ${maxPendingWaitersPerSpace} waiters in line (maxPendingWaiters)`);
+  if ((await ctx.tx.allowanceWaiters.countWaitingInSpace(ctx.spaceId)) >= ctx.limits.maxPendingWaiters) {
+    throw new BatonError('BACKLOG_FULL', `the space has ${ctx.limits.maxPendingWaiters} waiters in line (maxPendingWaiters; PUT /limits raises it)`);
   }
   const waiter: AllowanceWaiter = {
     id: ctx.random.uuid(),

@@ -1,3 +1,4 @@
+import { defaultSpaceLimits } from '../tenancy/space-limits';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BatonError } from '../errors';
@@ -39,7 +40,7 @@ describe('barrier properties', () => {
         const store = new MemoryStore();
         const random = new SeededRandom(seed);
         let now = 1_000;
-        const run = <T>(work: (ctx: Parameters<typeof barriers.arrive>[0]) => Promise<T>) => store.transaction((tx) => work({ tx, spaceId, nowMs: now++, random }));
+        const run = <T>(work: (ctx: Parameters<typeof barriers.arrive>[0]) => Promise<T>) => store.transaction((tx) => work({ tx, spaceId, nowMs: now++, random, limits: defaultSpaceLimits }));
         const { id } = await run((ctx) => barriers.createBarrier(ctx, { scopeId, target }));
         const model: Model = { epoch: 1, state: 'WAITING', keys: new Set() };
 

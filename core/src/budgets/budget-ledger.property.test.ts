@@ -1,3 +1,4 @@
+import { defaultSpaceLimits } from '../tenancy/space-limits';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BatonError } from '../errors';
@@ -34,7 +35,7 @@ describe('budget ledger properties', () => {
         const store = new MemoryStore();
         const random = new SeededRandom(seed);
         let now = 1_000;
-        const run = <T>(work: (ctx: budgets_ctx) => Promise<T>) => store.transaction((tx) => work({ tx, spaceId, nowMs: now++, random }));
+        const run = <T>(work: (ctx: budgets_ctx) => Promise<T>) => store.transaction((tx) => work({ tx, spaceId, nowMs: now++, random, limits: defaultSpaceLimits }));
         const created = await run((ctx) => budgets.createBudget(ctx, { name: 'b', currency: 'USD', scale: 2, limitMinor: limit.toString() }, true));
         const budgetId = created.view.id;
         const reservations: string[] = [];

@@ -42,6 +42,7 @@ export const eventTypes = {
   allowanceWaiterExpired: 'allowance.waiter_expired',
   allowanceWaiterCancelled: 'allowance.waiter_cancelled',
   allowanceCooldownStarted: 'allowance.cooldown_started',
+  spaceLimitsUpdated: 'space.limits_updated',
   mailboxCreated: 'mailbox.created',
   messageSent: 'message.sent',
   messageClaimed: 'message.claimed',

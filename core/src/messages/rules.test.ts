@@ -45,7 +45,8 @@ describe('message rules', () => {
   });
 
   it('shortens a lease to maxLeaseSeconds', () => {
-    expect(leaseUntil(30, T0)).toBe(T0 + 30_000);
-    expect(leaseUntil(10_000, T0)).toBe(T0 + 600_000);
+    expect(leaseUntil(30, T0, 600)).toBe(T0 + 30_000);
+    expect(leaseUntil(10_000, T0, 600)).toBe(T0 + 600_000);
+    expect(leaseUntil(30, T0, 10)).toBe(T0 + 10_000);
   });
 });

@@ -10,10 +10,6 @@ import { maxAttempts, type ClaimRequest, type Mailbox, type Message } from './mo
  * functions are the only way a row moves between states.
  */
 
-/** Until space limits are configurable (the limits issue): the spec's default and ceiling. */
-export const maxLeaseSeconds = 600;
-/** Largest payload (also a result payload), as JSON bytes: the plan payload size (64 KiB). */
-export const maxPayloadBytes = 65_536;
 
 /**
  * Tokens are stored hashed: whoever can read the database (or a backup) cannot complete or nack
@@ -102,7 +98,7 @@ export function failedAttempt(m: Message, retry: boolean, nowMs: number): Messag
 }
 
 /** The effective lease: leaseSeconds above the space's maxLeaseSeconds is shortened to it. */
-export const leaseUntil = (leaseSeconds: number, nowMs: number): number => nowMs + Math.min(leaseSeconds, maxLeaseSeconds) * 1000;
+export const leaseUntil = (leaseSeconds: number, nowMs: number, maxLeaseSeconds: number): number => nowMs + Math.min(leaseSeconds, maxLeaseSeconds) * 1000;
 
 /** JSON bytes of a payload, as the size limit counts them. */
 export const payloadBytes = (payload: unknown): number => Buffer.byteLength(JSON.stringify(payload ?? null), 'utf8');

@@ -8,12 +8,13 @@ import type { Page } from '../store/repositories';
 import type { Tx } from '../store/store';
 import { isoFromMs, msFromIso } from '../time';
 import type { Mailbox, Message, MessageListPosition, MessageState } from './model';
-import { acked, assertMailbox, cancelled, failedAttempt, holdsLease, leaseUntil, maxPayloadBytes, newToken, payloadBytes, renewed } from './rules';
+import { acked, assertMailbox, cancelled, failedAttempt, holdsLease, leaseUntil, newToken, payloadBytes, renewed } from './rules';
 import { deliveryView, mailboxView, messageView } from './views';
 import * as taskHooks from '../tasks/service';
 import type { DeliveryRequirements } from '../admission/model';
 import { releaseResources } from '../admission/claims';
 import type { Random } from '../random';
+import { defaultSpaceLimits } from '../tenancy/space-limits';
 
 /**
  * Mailboxes and messages with leases (decisions §6). Lock order (docs/lock-order.md): a
@@ -80,6 +81,19 @@ export async function listMailboxes(tx: Tx, spaceId: string, cursor: string | un
   return { items: page.map(mailboxView), nextCursor: rows.length > limit ? encodeNameCursor(page.at(-1)!.name) : null };
 }
 
+/**
+ * The mailbox a recv or admit takes from. A WORK mailbox serves any worker (competing
+ * consumers); an INBOX with a recipientId is that recipient's alone: only a holder named
+ * recipientId may receive from it, anyone may send to it.
+ */
+export async function receivableMailbox(tx: Tx, spaceId: string, id: string, holder: string): Promise<Mailbox> {
+  const mailbox = await mailboxOf(tx, spaceId, id);
+  if (mailbox.mode === 'INBOX' && mailbox.recipientId !== null && mailbox.recipientId !== holder) {
+    throw forbidden(`mailbox ${mailbox.name} is the inbox of ${mailbox.recipientId}; only that holder receives from it`);
+  }
+  return mailbox;
+}
+
 async function mailboxOf(tx: Tx, spaceId: string, id: string, lock = false): Promise<Mailbox> {
   const mailbox = await tx.mailboxes.get(spaceId, id, { forUpdate: lock });
   if (!mailbox) throw notFound('mailbox');
@@ -113,9 +127,9 @@ function decodeSeqCursor(cursor: string): MessageListPosition {
   return seq;
 }
 
-function checkPayloadSize(path: string, payload: unknown): void {
+function checkPayloadSize(path: string, payload: unknown, limitBytes: number): void {
   const bytes = payloadBytes(payload);
-  if (bytes > maxPayloadBytes) throw new BatonError('PAYLOAD_TOO_LARGE', `${path} is ${bytes} bytes of JSON; at most ${maxPayloadBytes}`);
+  if (bytes > limitBytes) throw new BatonError('PAYLOAD_TOO_LARGE', `${path} is ${bytes} bytes of JSON; at most ${limitBytes} (the space's maxPayloadBytes)`);
 }
 
 export interface SendRequest {
@@ -155,13 +169,17 @@ export async function sendLocked(
   mailbox: Mailbox,
   body: (SendBody | SendRequest) & { id?: string },
 ): Promise<{ created: boolean; message: Message; events: NewEvent[] }> {
-  checkPayloadSize('payload', body.payload);
+  checkPayloadSize('payload', body.payload, ctx.limits.maxPayloadBytes);
   if (body.workKey !== undefined) {
     const prior = await ctx.tx.messages.getByWorkKey(ctx.spaceId, mailbox.id, body.workKey);
     if (prior) return { created: false, message: sameSend(prior, body), events: [] };
   }
-  const live = await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id);
-  if (live >= mailbox.backlogLimit) throw new BatonError('BACKLOG_FULL', `mailbox ${mailbox.name} holds ${live} READY or CLAIMED messages (backlogLimit ${mailbox.backlogLimit})`);
+  const live = await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, { mailbox: mailbox.backlogLimit, space: ctx.limits.maxBacklog });
+  if (live.mailbox >= mailbox.backlogLimit) throw new BatonError('BACKLOG_FULL', `mailbox ${mailbox.name} holds ${live.mailbox} READY or CLAIMED messages (backlogLimit ${mailbox.backlogLimit})`);
+  // Exact per mailbox (sends to it hold its lock); across the space, sends to other mailboxes
+  // committing at the same moment can each pass, so maxBacklog can be passed by at most the
+  // sends in flight at once (see docs/api.md, "Limits").
+  if (live.space >= ctx.limits.maxBacklog) throw new BatonError('BACKLOG_FULL', `the space holds ${live.space} READY or CLAIMED messages (maxBacklog ${ctx.limits.maxBacklog}; PUT /limits raises it)`);
   const message = await ctx.tx.messages.insert({
     id: body.id ?? ctx.random.uuid(),
     spaceId: ctx.spaceId,
@@ -217,7 +235,7 @@ export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<
     holder: options.holder,
     holderSession: options.holderSession,
     tokenHash,
-    leaseExpiresAt: leaseUntil(options.leaseSeconds, ctx.nowMs),
+    leaseExpiresAt: leaseUntil(options.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
     nowMs: ctx.nowMs,
   });
   if (!message) return undefined;
@@ -231,7 +249,7 @@ export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<
 
 /** One receive attempt: the delivery, or undefined when nothing is READY for the scope (the route long-polls). */
 export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): Promise<DeliveryView | undefined> {
-  await mailboxOf(ctx.tx, ctx.spaceId, mailboxId);
+  await receivableMailbox(ctx.tx, ctx.spaceId, mailboxId, body.holder);
   const claimed = await claimNext(ctx, { mailboxId, scopeId: body.scopeId, holder: body.holder, holderSession: body.holderSession, leaseSeconds: body.leaseSeconds });
   return claimed && deliveryView(claimed.message, claimed.token);
 }
@@ -254,7 +272,7 @@ async function lockLease(ctx: OpContext, messageId: string, token: string): Prom
  */
 export async function renew(ctx: OpContext, messageId: string, body: RenewBody): Promise<RenewReply> {
   const message = await lockLease(ctx, messageId, body.token);
-  const next = renewed(message, leaseUntil(body.leaseSeconds, ctx.nowMs), ctx.nowMs);
+  const next = renewed(message, leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds), ctx.nowMs);
   await ctx.tx.messages.update(next);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(next, eventTypes.messageLeaseRenewed, { leaseExpiresAt: isoFromMs(next.leaseExpiresAt!) })]);
   return { leaseExpiresAt: isoFromMs(next.leaseExpiresAt!) };
@@ -265,7 +283,7 @@ export async function renew(ctx: OpContext, messageId: string, body: RenewBody):
  * naming mailboxId and scopeId is also sent there (as a send: backlogLimit and workKey apply).
  */
 export async function complete(ctx: OpContext, messageId: string, body: CompleteBody): Promise<CompleteReply> {
-  if (body.result?.payload !== undefined) checkPayloadSize('result.payload', body.result.payload);
+  if (body.result?.payload !== undefined) checkPayloadSize('result.payload', body.result.payload, ctx.limits.maxPayloadBytes);
   const message = await lockLease(ctx, messageId, body.token);
   const result = body.result ?? null;
   const next = acked(message, result, ctx.nowMs);
@@ -306,7 +324,7 @@ const deadEvent = (m: Message, reason: 'NACKED' | 'ATTEMPTS_EXHAUSTED'): NewEven
 export async function expireLeases(tx: Tx, nowMs: number, limit: number, random: Random): Promise<number> {
   const expired = await tx.messages.claimExpired(nowMs, limit);
   for (const message of expired) {
-    const ctx: OpContext = { tx, spaceId: message.spaceId, nowMs, random };
+    const ctx: OpContext = { tx, spaceId: message.spaceId, nowMs, random, limits: defaultSpaceLimits };
     await failAttempt(ctx, message, true, 'ATTEMPTS_EXHAUSTED', 'LEASE_EXPIRED', (state) =>
       messageEvent(message, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state }),
     );

@@ -1,5 +1,6 @@
 import type { DeliveryView, MailboxView, MessageView } from '../schemas/messages';
 import { isoFromMs } from '../time';
+import { claimedView } from '../admission/views';
 import type { Mailbox, Message } from './model';
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : isoFromMs(ms));
@@ -45,5 +46,6 @@ export function deliveryView(m: Message, token: string): DeliveryView {
     attempt: m.attempt,
     payload: m.payload,
     scopeId: m.scopeId,
+    claimed: claimedView(m.claimed),
   };
 }

@@ -1,3 +1,4 @@
+import { defaultSpaceLimits } from '../tenancy/space-limits';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvariantViolation } from '../assert';
@@ -35,7 +36,7 @@ describe('pool and work-limit capacity properties', () => {
         const repo = (tx: Tx): CapacityRepository<Pool | WorkLimit> => (kind === 'pool' ? tx.pools : tx.workLimits);
         const readView = (tx: Tx): Promise<{ inUse: number; available: number }> => (kind === 'pool' ? pools.getPool(tx, spaceId, id) : pools.getWorkLimit(tx, spaceId, id));
         const id = await store.transaction(async (tx) => {
-          const ctx = { tx, spaceId, nowMs: now, random };
+          const ctx = { tx, spaceId, nowMs: now, random, limits: defaultSpaceLimits };
           const created = kind === 'pool' ? await pools.createPool(ctx, { name: 'p', capacity: limit }, true) : await pools.createWorkLimit(ctx, { name: 'p', maxConcurrent: limit }, true);
           return created.view.id;
         });
@@ -80,7 +81,7 @@ describe('pool and work-limit capacity properties', () => {
       fc.asyncProperty(fc.integer({ min: capacityBounds.min, max: capacityBounds.max }), async (capacity) => {
         const store = new MemoryStore();
         const random = new SeededRandom(capacity);
-        const created = await store.transaction((tx) => pools.createPool({ tx, spaceId, nowMs: 1, random }, { name: 'big', capacity }, true));
+        const created = await store.transaction((tx) => pools.createPool({ tx, spaceId, nowMs: 1, random, limits: defaultSpaceLimits }, { name: 'big', capacity }, true));
         const claimed = await store.transaction((tx) => tx.pools.claim(spaceId, created.view.id, capacity, 2));
         expect(claimed?.inUse).toBe(capacity);
         expect(await store.transaction((tx) => tx.pools.claim(spaceId, created.view.id, 1, 3))).toBeUndefined();

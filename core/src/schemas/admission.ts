@@ -1,19 +1,10 @@
 import { z } from 'zod';
-import { recvBody } from './messages';
+import { claimedResourcesView, recvBody } from './messages';
 import { timestamp, uuid, uuidInput } from './common';
 
 /** The admission request: the receive request plus the mailbox (spec, shared by admit and recv). */
 export const admitBody = recvBody.extend({ mailboxId: uuidInput });
 export type AdmitBody = z.infer<typeof admitBody>;
-
-export const claimedResourcesView = z
-  .object({
-    pools: z.array(z.object({ name: z.string(), units: z.number().int() })),
-    quotas: z.array(z.object({ name: z.string(), units: z.number().int() })),
-    budgets: z.array(z.object({ name: z.string(), reservationId: uuid, amountMinor: z.string() })),
-    workLimit: z.string().nullable(),
-  })
-  .describe('What this claim holds: pool units and the work-limit slot until complete, nack or expiry; quota units spent; budget reservations to settle (voided on nack or expiry)');
 
 export const admittedDeliveryView = z
   .object({

@@ -8,3 +8,4 @@ export * from './allowances';
 export * from './messages';
 export * from './tasks';
 export * from './admission';
+export * from './limits';

@@ -107,6 +107,16 @@ export const messageView = z
 export type MessageView = z.infer<typeof messageView>;
 export const messagePage = pageOf(messageView);
 
+/** Shared with admission: a raw recv holds nothing, so its lists are empty and workLimit null. */
+export const claimedResourcesView = z
+  .object({
+    pools: z.array(z.object({ name: z.string(), units: z.number().int() })),
+    quotas: z.array(z.object({ name: z.string(), units: z.number().int() })),
+    budgets: z.array(z.object({ name: z.string(), reservationId: uuid, amountMinor: z.string() })),
+    workLimit: z.string().nullable(),
+  })
+  .describe('What this claim holds: pool units and the work-limit slot until complete, nack or expiry; quota units spent; budget reservations to settle (voided on nack or expiry)');
+
 export const deliveryView = z
   .object({
     messageId: uuid,
@@ -116,6 +126,7 @@ export const deliveryView = z
     attempt: z.number().int(),
     payload: z.unknown(),
     scopeId: uuid,
+    claimed: claimedResourcesView,
   })
   .meta({ id: 'Delivery' });
 export type DeliveryView = z.infer<typeof deliveryView>;

@@ -23,8 +23,12 @@ export interface MessageRepository {
   update(message: Message): Promise<void>;
   /** Messages of a mailbox in seq order after `after` (exclusive), in any of `states` (any state when null). */
   list(spaceId: string, mailboxId: string, states: readonly MessageState[] | null, after: MessageListPosition | null, limit: number): Promise<Message[]>;
-  /** READY plus CLAIMED messages of a mailbox: what its backlogLimit counts. */
-  countLive(spaceId: string, mailboxId: string): Promise<number>;
+  /**
+   * READY plus CLAIMED messages of a mailbox (what its backlogLimit counts) and of the whole space
+   * (what maxBacklog counts), each counted up to its cap: a send needs to know only whether a
+   * limit is reached, so a long backlog costs a count up to the limit, not a count of everything.
+   */
+  countLive(spaceId: string, mailboxId: string, caps: { mailbox: number; space: number }): Promise<{ mailbox: number; space: number }>;
   /**
    * Claims the oldest (lowest seq) READY message of the mailbox whose scopeId is `scopeId`:
    * CLAIMED, attempt + 1, the token hash, holder, session and lease written; the claimed row,

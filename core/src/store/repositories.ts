@@ -29,6 +29,7 @@ export interface OrgRepository {
 export interface SpaceRepository {
   insert(space: Space): Promise<void>;
   get(id: string): Promise<Space | undefined>;
+  update(space: Space): Promise<void>;
   countByOrg(orgId: string): Promise<number>;
 }
 

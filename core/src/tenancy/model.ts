@@ -1,3 +1,5 @@
+import type { SpaceLimitSettings } from './space-limits';
+
 export const permissions = ['coordination_read', 'coordination_write', 'resource_config', 'usage_read'] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -19,6 +21,8 @@ export interface Space {
   id: string;
   orgId: string;
   name: string;
+  /** The limits set with PUT /limits; null when none (the defaults; see space-limits.ts). */
+  limits: SpaceLimitSettings | null;
   createdAt: number;
   updatedAt: number;
 }

@@ -68,7 +68,7 @@ export async function createSpace(ctx: AdminContext, orgId: string, name: string
   if (cap !== null && (await ctx.tx.spaces.countByOrg(orgId)) >= cap) {
     throw new BatonError('ENTITLEMENT_EXCEEDED', `plan ${org.plan} allows ${cap} spaces`);
   }
-  const space: Space = { id: ctx.random.uuid(), orgId, name, createdAt: ctx.nowMs, updatedAt: ctx.nowMs };
+  const space: Space = { id: ctx.random.uuid(), orgId, name, limits: null, createdAt: ctx.nowMs, updatedAt: ctx.nowMs };
   await ctx.tx.spaces.insert(space);
   return space;
 }

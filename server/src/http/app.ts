@@ -13,6 +13,7 @@ import { healthRoutes } from './routes/health';
 import { mailboxRoutes } from './routes/mailboxes';
 import { taskRoutes } from './routes/tasks';
 import { admissionRoutes } from './routes/admission';
+import { limitRoutes } from './routes/limits';
 import { poolRoutes } from './routes/pools';
 import { spaceScope } from './space-scope';
 
@@ -59,6 +60,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
       await v1.register(mailboxRoutes(deps));
       await v1.register(taskRoutes(deps));
       await v1.register(admissionRoutes(deps));
+      await v1.register(limitRoutes(deps));
       await v1.register(eventRoutes(deps));
     },
     { prefix: '/v1/spaces/:spaceId' },

@@ -60,7 +60,10 @@ export async function longPollOn<T>(
 
 function sleepUntil(deps: AppDeps, atMs: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const cancel = deps.clock.schedule(Math.max(0, atMs - deps.clock.now()), resolve);
+    // Already due (the clock moved while the read ran): a manual clock fires a 0 ms timer only
+    // on its next advance, so answer now rather than schedule.
+    if (atMs <= deps.clock.now()) return resolve();
+    const cancel = deps.clock.schedule(atMs - deps.clock.now(), resolve);
     signal.addEventListener('abort', () => (cancel(), resolve()), { once: true });
   });
 }

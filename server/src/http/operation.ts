@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { BatonError, canonicalJson, plantedBugs, type OpContext, type Tx } from '@baton/core';
+import { BatonError, canonicalJson, plantedBugs, spaceLimits, type OpContext, type Tx } from '@baton/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, type ErrorBody } from './error-handler';
 import { errorTable } from './error-status';
@@ -47,7 +47,8 @@ export async function attemptOperation(
   const key = idempotencyKey(request, required);
   const fingerprint = key === undefined ? '' : fingerprintOf(request);
   const nowMs = deps.clock.now();
-  const ctx = (tx: Tx): OpContext => ({ tx, spaceId, nowMs, random: deps.random });
+  const limits = spaceLimits(request.principal!.space, request.principal!.org);
+  const ctx = (tx: Tx): OpContext => ({ tx, spaceId, nowMs, random: deps.random, limits });
 
   let outcome: Outcome;
   try {

@@ -117,6 +117,7 @@ export class MemoryStore implements Store {
       spaces: {
         insert: async (space) => insertNew(spaces, space.id, space),
         get: async (id) => spaces.get(id),
+        update: async (space) => updateExisting(spaces, space.id, space),
         countByOrg: async (orgId) => count(spaces.scan(), (s) => s.orgId === orgId),
       },
       apiKeys: {

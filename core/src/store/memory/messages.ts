@@ -65,7 +65,10 @@ export function memoryMessages(undoLog: () => (() => void)[] | undefined): { mai
         select((m) => m.spaceId === spaceId && m.mailboxId === mailboxId && (states === null || states.includes(m.state)) && (after === null || m.seq > after))
           .slice(0, limit)
           .map((m) => structuredClone(m)),
-      countLive: async (spaceId, mailboxId) => select((m) => m.spaceId === spaceId && m.mailboxId === mailboxId && (m.state === 'READY' || m.state === 'CLAIMED')).length,
+      countLive: async (spaceId, mailboxId, caps) => {
+        const live = select((m) => m.spaceId === spaceId && (m.state === 'READY' || m.state === 'CLAIMED'));
+        return { mailbox: Math.min(caps.mailbox, live.filter((m) => m.mailboxId === mailboxId).length), space: Math.min(caps.space, live.length) };
+      },
       claimNext: async (c) => {
         const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId && (m.state === 'READY' || (m.state === 'CLAIMED' && plantedBugs.has('message-claims-leased'))));
         return oldest && write(claim(oldest.state === 'CLAIMED' ? { ...oldest, state: 'READY' } : oldest, c));

@@ -134,9 +134,14 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       );
       return rows.map(toMessage);
     },
-    async countLive(spaceId, mailboxId) {
-      const [row] = await q.query<{ n: unknown }>(`SELECT count(*) AS n FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND state IN ('READY', 'CLAIMED')`, [spaceId, mailboxId]);
-      return toInt(row?.n ?? 0);
+    async countLive(spaceId, mailboxId, caps) {
+      // Two capped counts in one round trip; each LIMIT stops the index scan at its cap.
+      const [row] = await q.query<{ in_mailbox: unknown; in_space: unknown }>(
+        `SELECT (SELECT count(*) FROM (SELECT 1 FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND state IN ('READY', 'CLAIMED') LIMIT $3) m) AS in_mailbox,
+                (SELECT count(*) FROM (SELECT 1 FROM messages WHERE space_id = $1 AND state IN ('READY', 'CLAIMED') LIMIT $4) s) AS in_space`,
+        [spaceId, mailboxId, caps.mailbox, caps.space],
+      );
+      return { mailbox: toInt(row?.in_mailbox ?? 0), space: toInt(row?.in_space ?? 0) };
     },
     async claimNext(c) {
       // One statement: the subquery picks the oldest READY row and locks it, passing over rows

@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { spaceLimitBounds } from '../tenancy/space-limits';
+
+const bounded = (b: { min: number; max: number }, what: string) => z.number().int().min(b.min).max(b.max).describe(`${b.min} to ${b.max}: ${what}`);
+
+export const spaceLimitsBody = z
+  .strictObject({
+    requestsPerMinute: bounded(spaceLimitBounds.requestsPerMinute, 'requests per minute in this space; at most the plan rate (stored and shown; enforcement arrives with rate limiting)').optional(),
+    maxBacklog: bounded(spaceLimitBounds.maxBacklog, 'READY plus CLAIMED messages in the space; a send beyond it is 429 BACKLOG_FULL').optional(),
+    maxPayloadBytes: bounded(spaceLimitBounds.maxPayloadBytes, 'largest message or result payload, in bytes of JSON; at most the plan payload size').optional(),
+    maxLeaseSeconds: bounded(spaceLimitBounds.maxLeaseSeconds, 'longer leases asked by recv, admit or renew are shortened to it').optional(),
+    maxPendingWaiters: bounded(spaceLimitBounds.maxPendingWaiters, 'allowance waiters in line in the space; a wait beyond it is 429 BACKLOG_FULL').optional(),
+    maxArmedTimers: bounded(spaceLimitBounds.maxArmedTimers, 'armed timers in the space (stored and shown; no timers exist yet)').optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one limit to set' });
+export type SpaceLimitsBody = z.infer<typeof spaceLimitsBody>;
+
+export const spaceLimitsView = z
+  .object({
+    requestsPerMinute: z.number().int().nullable().describe('null when the plan has no rate cap and none is set'),
+    maxBacklog: z.number().int(),
+    maxPayloadBytes: z.number().int(),
+    maxLeaseSeconds: z.number().int(),
+    maxPendingWaiters: z.number().int(),
+    maxArmedTimers: z.number().int(),
+  })
+  .meta({ id: 'SpaceLimits' });

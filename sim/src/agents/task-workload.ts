@@ -1,0 +1,102 @@
+import type { JournalEvent, Store } from '@baton/core';
+import { checkTaskResourcesStep, checkTasksFinal, TaskLedger, type TaskWorld } from '../checks/tasks';
+import type { SimContext } from '../context';
+import { SimRandom } from '../rng';
+import type { ServerHost } from '../server-host';
+import type { Agent } from './agent';
+import { TaskCanceller } from './task-canceller';
+import { TaskReaper } from './task-reaper';
+import { TaskSubmitter } from './task-submitter';
+import { TaskWorker } from './task-worker';
+
+/** What a submit of one taskKey sends: drawn from the key alone, so every repeat of a key joins (same fingerprint). */
+export interface TaskSpec {
+  mailboxId: string;
+  input: { n: number };
+  requirements: { pools: { name: string; units: number }[]; quotas: { name: string; units: number }[]; budgets: { name: string; reserveMinor: string }[] };
+  workLimit?: string;
+}
+
+/**
+ * The task part of a run (admission, docs/simulator.md "Tasks"): the operator's task mailbox,
+ * a small pool, a work limit, an allowance and a budget that only tasks use, the agents that
+ * submit, work and cancel tasks, and their checks. Resources are scarce on purpose, so
+ * admission often passes a delivery over and the FIFO and all-or-nothing checks have work.
+ */
+export class TaskWorkload {
+  readonly ledger: TaskLedger;
+
+  private constructor(
+    private readonly sim: SimContext,
+    private readonly spaceId: string,
+    readonly world: TaskWorld,
+    readonly scopeId: string,
+    private readonly seed: string,
+  ) {
+    this.ledger = new TaskLedger((message) => sim.ledger.violation(message));
+  }
+
+  /** Made straight through the server, from its own random stream: set-up, not under test. */
+  static async setUp(server: ServerHost, sim: SimContext, seed: string): Promise<TaskWorkload> {
+    const rng = new SimRandom(`${seed}/tasks`);
+    const { spaceId, key } = sim.auth();
+    const make = async (path: string, body: Record<string, unknown>): Promise<any> => {
+      const reply = await server.handle({ method: 'POST', path: `/v1/spaces/${spaceId}${path}`, headers: { authorization: `Bearer ${key}`, 'idempotency-key': `setup-task-${path}-${String(body.name)}` }, body });
+      if (reply?.statusCode !== 201) throw new Error(`simulation set-up failed: ${JSON.stringify(reply)}`);
+      return reply.body;
+    };
+    const mailbox = await make('/mailboxes', { name: 'tasks0', mode: 'WORK', backlogLimit: 1_000 });
+    const pool = await make('/pools', { name: 'gpu', capacity: rng.int(2, 3) });
+    const limit = await make('/work-limits', { name: 'slots', maxConcurrent: 2 });
+    const allowance = await make('/allowances', { name: 'taskquota', unitsLimit: rng.int(4, 12), windowSeconds: rng.int(2, 10) });
+    const budget = await make('/budgets', { name: 'taskbudget', currency: 'USD', scale: 2, limitMinor: String(rng.int(1_000, 4_000)) });
+    const world: TaskWorld = {
+      mailboxIds: [mailbox.id],
+      pools: [{ id: pool.id, name: pool.name, capacity: pool.capacity }],
+      workLimits: [{ id: limit.id, name: limit.name, maxConcurrent: limit.maxConcurrent }],
+      allowances: [{ id: allowance.id, name: allowance.name, unitsLimit: allowance.unitsLimit, windowSeconds: allowance.windowSeconds, createdAt: Date.parse(allowance.createdAt) }],
+      budgets: [{ id: budget.id, name: budget.name, limitMinor: BigInt(budget.limitMinor) }],
+    };
+    return new TaskWorkload(sim, spaceId, world, rng.uuid(), seed);
+  }
+
+  /** One submitter, four workers (slow from 5% to 35% of jobs), a canceller and the budget owner's reaper, besides --agents. */
+  agents(): Agent[] {
+    return [
+      new TaskSubmitter('tsubmit0', this.sim, this),
+      new TaskWorker('tworker0', this.sim, this, 0.05),
+      new TaskWorker('tworker1', this.sim, this, 0.1),
+      new TaskWorker('tworker2', this.sim, this, 0.2),
+      new TaskWorker('tworker3', this.sim, this, 0.35),
+      new TaskCanceller('tcancel0', this.sim, this),
+      new TaskReaper('treaper', this.sim, this),
+    ];
+  }
+
+  /** The submit body of `taskKey`: no requirements about a quarter of the time, else some mix of the four kinds. */
+  specOf(taskKey: string): TaskSpec {
+    const rng = new SimRandom(`${this.seed}/task/${taskKey}`);
+    const [pool] = this.world.pools;
+    const [allowance] = this.world.allowances;
+    const spec: TaskSpec = { mailboxId: rng.pick(this.world.mailboxIds), input: { n: rng.int(1, 1_000) }, requirements: { pools: [], quotas: [], budgets: [] } };
+    if (rng.chance(0.25)) return spec;
+    if (rng.chance(0.6)) spec.requirements.pools.push({ name: pool!.name, units: rng.int(1, pool!.capacity) });
+    if (rng.chance(0.35)) spec.requirements.quotas.push({ name: allowance!.name, units: rng.int(1, Math.min(3, allowance!.unitsLimit)) });
+    if (rng.chance(0.35)) spec.requirements.budgets.push({ name: this.world.budgets[0]!.name, reserveMinor: String(rng.int(100, 800)) });
+    if (rng.chance(0.5)) spec.workLimit = this.world.workLimits[0]!.name;
+    return spec;
+  }
+
+  budgetIdOf(name: string): string {
+    return this.world.budgets.find((b) => b.name === name)!.id;
+  }
+
+  checkStep(store: Store): Promise<string[]> {
+    return checkTaskResourcesStep(store, this.spaceId, this.world);
+  }
+
+  /** `fifo`: only where the journal order is the commit order (transactions one at a time). */
+  checkFinal(store: Store, journal: readonly JournalEvent[], nowMs: number, fifo: boolean): Promise<string[]> {
+    return checkTasksFinal(store, this.spaceId, this.world, journal, this.ledger, nowMs, fifo);
+  }
+}
