@@ -205,4 +205,51 @@ describe.runIf(postgresUrl())('two Baton servers on one PostgreSQL', () => {
     expect(elapsedSince(tArrive)).toBeLessThan(1_000);
     expect(b.notifier.stats.received).toBeGreaterThanOrEqual(1);
   });
+  const tenant = async (on: Baton) => {
+    const org = await call(on, 'POST', '/admin/v1/orgs', adminToken, { name: 'acme', plan: 'TEAM' });
+    const space = await call(on, 'POST', `/admin/v1/orgs/${org.body.id}/spaces`, adminToken, { name: 'main' });
+    const key = (await call(on, 'POST', `/admin/v1/orgs/${org.body.id}/keys`, adminToken, { name: 'test' })).body.secret as string;
+    return { key, base: `/v1/spaces/${space.body.id}` };
+  };
+  const scopeId = '11111111-1111-4111-8111-111111111111';
+
+  it('a send on server A wakes a recv long-polling on server B', async () => {
+    const a = await startServer();
+    const b = await startServer();
+    const { key, base } = await tenant(a.baton);
+    const box = (await call(a.baton, 'POST', `${base}/mailboxes`, key, { name: 'two-server-recv' })).body.id as string;
+    const parkedBefore = b.notifier.parked;
+    const poll = call(b.baton, 'POST', `${base}/mailboxes/${box}/recv`, key, { scopeId, holder: 'w', holderSession: 's', waitMs: 20_000 });
+    await expect.poll(() => b.notifier.parked, { timeout: 5_000, interval: 5 }).toBeGreaterThan(parkedBefore);
+    const tSend = performance.now();
+    expect((await call(a.baton, 'POST', `${base}/mailboxes/${box}/messages`, key, { scopeId, payload: 'hello' })).statusCode).toBe(201);
+    const got = await poll;
+    expect(got.statusCode).toBe(200);
+    expect(got.body.payload).toBe('hello');
+    expect(elapsedSince(tSend)).toBeLessThan(1_000);
+  });
+
+  it('pool units released on server A wake an admit long-polling on server B for that pool', async () => {
+    const a = await startServer();
+    const b = await startServer();
+    const { key, base } = await tenant(a.baton);
+    const box = (await call(a.baton, 'POST', `${base}/mailboxes`, key, { name: 'two-server-admit' })).body.id as string;
+    expect((await call(a.baton, 'POST', `${base}/pools`, key, { name: 'gpu', capacity: 1 })).statusCode).toBe(201);
+    const needsGpu = { scopeId, mailboxId: box, requirements: { pools: [{ name: 'gpu', units: 1 }] } };
+    expect((await call(a.baton, 'POST', `${base}/tasks`, key, { ...needsGpu, taskKey: 'first' })).statusCode).toBe(201);
+    const second = await call(a.baton, 'POST', `${base}/tasks`, key, { ...needsGpu, taskKey: 'second' });
+    const admit = (on: Baton, waitMs: number) => call(on, 'POST', `${base}/tasks/admit`, key, { scopeId, mailboxId: box, holder: 'w', holderSession: 's', waitMs });
+    const first = await admit(a.baton, 0);
+    expect(first.statusCode).toBe(200);
+    // The second task waits for the pool: B's admit parks on the mailbox and on pool:<id>.
+    const parkedBefore = b.notifier.parked;
+    const poll = admit(b.baton, 20_000);
+    await expect.poll(() => b.notifier.parked, { timeout: 5_000, interval: 5 }).toBeGreaterThanOrEqual(parkedBefore + 2);
+    const tRelease = performance.now();
+    expect((await call(a.baton, 'POST', `${base}/messages/${first.body.messageId}/complete`, key, { token: first.body.token })).statusCode).toBe(200);
+    const woke = await poll;
+    expect(woke.statusCode).toBe(200);
+    expect(woke.body.taskId).toBe(second.body.taskId);
+    expect(elapsedSince(tRelease)).toBeLessThan(1_000);
+  });
 });
