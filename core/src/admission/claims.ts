@@ -47,12 +47,14 @@ export class Shortages {
     );
   }
 
-  record(aggregateType: string, id: string, amount: bigint, retryAtMs: number | null = null): void {
+  /** Notes a resource found short; answers false, what a claim step answers when it stops. */
+  record(aggregateType: string, id: string, amount: bigint, retryAtMs: number | null = null): false {
     const key = topicOf(aggregateType, id);
     const found = this.short.get(key);
     if (found === undefined || amount < found) this.short.set(key, amount);
     this.topics.add(key);
     if (retryAtMs !== null && (this.retryAtMs === null || retryAtMs < this.retryAtMs)) this.retryAtMs = retryAtMs;
+    return false;
   }
 }
 
@@ -61,69 +63,101 @@ export interface ClaimAttempt {
   events: NewEvent[];
 }
 
+/** One admission's claim as it is built: what it holds so far and the events to append. */
+interface Claim extends ClaimAttempt {
+  ctx: OpContext;
+  delivery: Message;
+  who: Holder;
+  /** What every event of the claim says about it. */
+  about: Record<string, unknown>;
+  shortages: Shortages;
+}
+
 /**
  * Claims every resource `delivery` requires, or nothing: the first one short is recorded in
  * `shortages` and undefined is returned, the caller then rolling back to its savepoint (which
  * also releases the row locks taken here). Events are returned, not appended, so that an
- * admission appends all of its events in one statement.
+ * admission appends all of its events in one statement. The order is the lock order.
  */
 export async function claimResources(ctx: OpContext, delivery: Message, who: Holder, shortages: Shortages): Promise<ClaimAttempt | undefined> {
   const r = delivery.requirements;
   assert(r !== null && delivery.taskId !== null, `message ${delivery.id}: resource claim without requirements`);
-  const { tx, spaceId, nowMs } = ctx;
-  const claimed: ClaimedResources = { pools: [], quotas: [], budgets: [], workLimit: null };
-  const events: NewEvent[] = [];
-  const about = { messageId: delivery.id, taskId: delivery.taskId, holder: who.holder, holderSession: who.holderSession };
+  const claim: Claim = {
+    ctx,
+    delivery,
+    who,
+    about: { messageId: delivery.id, taskId: delivery.taskId, holder: who.holder, holderSession: who.holderSession },
+    shortages,
+    claimed: { pools: [], quotas: [], budgets: [], workLimit: null },
+    events: [],
+  };
+  for (const need of r.pools) if (!(await claimPoolUnits(claim, need))) return undefined;
+  for (const need of r.quotas) if (!(await consumeQuota(claim, need))) return undefined;
+  for (const need of r.budgets) if (!(await reserveBudget(claim, need))) return undefined;
+  if (r.workLimit !== null && !(await claimWorkLimitSlot(claim, r.workLimit))) return undefined;
+  return { claimed: claim.claimed, events: claim.events };
+}
 
-  for (const need of r.pools) {
-    const pool = await tx.pools.claim(spaceId, need.id, need.units, nowMs);
-    if (!pool) return void shortages.record('pool', need.id, BigInt(need.units));
-    claimed.pools.push({ ...need });
-    events.push({ type: eventTypes.poolUnitsClaimed, aggregateType: 'pool', aggregateId: need.id, scopeId: delivery.scopeId, data: { ...about, units: need.units, inUse: pool.inUse } });
-  }
-  for (const need of r.quotas) {
-    const locked = await tx.allowances.get(spaceId, need.id, { forUpdate: true });
-    assert(locked, `allowance ${need.id} named by a delivery is gone`);
-    const a = rollWindow(locked, nowMs);
-    if ((await tx.allowanceWaiters.countWaiting(spaceId, a.id)) > 0) return void shortages.record('allowance', a.id, 1n);
-    if (coolingDown(a, nowMs)) return void shortages.record('allowance', a.id, 1n, a.cooldownUntil);
-    if (!fits(a, need.units)) return void shortages.record('allowance', a.id, BigInt(need.units), a.windowStartsAt + a.windowSeconds * 1000);
-    const next = take(a, need.units, nowMs);
-    const consumption: Consumption = {
-      id: ctx.random.uuid(), spaceId, allowanceId: a.id, scopeId: delivery.scopeId, holder: who.holder, units: need.units, workKey: null, windowStartsAt: next.windowStartsAt, createdAt: nowMs,
-    };
-    await tx.allowances.update(next);
-    await tx.consumptions.insert(consumption);
-    claimed.quotas.push({ ...need, consumptionId: consumption.id });
-    events.push({
-      type: eventTypes.allowanceConsumed, aggregateType: 'allowance', aggregateId: a.id, scopeId: delivery.scopeId,
-      data: { ...about, consumptionId: consumption.id, units: need.units, workKey: null, windowStartsAt: isoFromMs(next.windowStartsAt), usedUnits: next.usedUnits },
-    });
-  }
-  for (const need of r.budgets) {
-    const budget = await tx.budgets.get(spaceId, need.id, { forUpdate: true });
-    assert(budget, `budget ${need.id} named by a delivery is gone`);
-    const amountMinor = BigInt(need.reserveMinor);
-    if (amountMinor > budget.availableMinor) return void shortages.record('budget', need.id, amountMinor);
-    const reservation: Reservation = {
-      id: ctx.random.uuid(), spaceId, budgetId: need.id, scopeId: delivery.scopeId, holder: who.holder, amountMinor, settledMinor: 0n, remainingMinor: amountMinor,
-      state: 'ACTIVE', settleBy: null, overdueAt: null, createdAt: nowMs, updatedAt: nowMs,
-    };
-    await tx.budgets.update(reserveFunds(budget, amountMinor, nowMs));
-    await tx.reservations.insert(reservation);
-    claimed.budgets.push({ id: need.id, name: need.name, reservationId: reservation.id, amountMinor: need.reserveMinor });
-    events.push({
-      type: eventTypes.budgetReserved, aggregateType: 'budget', aggregateId: need.id, scopeId: delivery.scopeId,
-      data: { ...about, reservationId: reservation.id, amountMinor: need.reserveMinor, settleBy: null },
-    });
-  }
-  if (r.workLimit !== null) {
-    const limit = await tx.workLimits.claim(spaceId, r.workLimit.id, 1, nowMs);
-    if (!limit) return void shortages.record('work_limit', r.workLimit.id, 1n);
-    claimed.workLimit = { ...r.workLimit };
-    events.push({ type: eventTypes.workLimitSlotClaimed, aggregateType: 'work_limit', aggregateId: r.workLimit.id, scopeId: delivery.scopeId, data: { ...about, inUse: limit.inUse } });
-  }
-  return { claimed, events };
+async function claimPoolUnits(c: Claim, need: DeliveryRequirements['pools'][number]): Promise<boolean> {
+  const { tx, spaceId, nowMs } = c.ctx;
+  const pool = await tx.pools.claim(spaceId, need.id, need.units, nowMs);
+  if (!pool) return c.shortages.record('pool', need.id, BigInt(need.units));
+  c.claimed.pools.push({ ...need });
+  c.events.push({ type: eventTypes.poolUnitsClaimed, aggregateType: 'pool', aggregateId: need.id, scopeId: c.delivery.scopeId, data: { ...c.about, units: need.units, inUse: pool.inUse } });
+  return true;
+}
+
+/** As POST /consume would: only with nobody in the allowance's line, no cooldown, and room in the window. */
+async function consumeQuota(c: Claim, need: DeliveryRequirements['quotas'][number]): Promise<boolean> {
+  const { tx, spaceId, nowMs, random } = c.ctx;
+  const locked = await tx.allowances.get(spaceId, need.id, { forUpdate: true });
+  assert(locked, `allowance ${need.id} named by a delivery is gone`);
+  const a = rollWindow(locked, nowMs);
+  if ((await tx.allowanceWaiters.countWaiting(spaceId, a.id)) > 0) return c.shortages.record('allowance', a.id, 1n);
+  if (coolingDown(a, nowMs)) return c.shortages.record('allowance', a.id, 1n, a.cooldownUntil);
+  if (!fits(a, need.units)) return c.shortages.record('allowance', a.id, BigInt(need.units), a.windowStartsAt + a.windowSeconds * 1000);
+  const next = take(a, need.units, nowMs);
+  const consumption: Consumption = {
+    id: random.uuid(), spaceId, allowanceId: a.id, scopeId: c.delivery.scopeId, holder: c.who.holder, units: need.units, workKey: null, windowStartsAt: next.windowStartsAt, createdAt: nowMs,
+  };
+  await tx.allowances.update(next);
+  await tx.consumptions.insert(consumption);
+  c.claimed.quotas.push({ ...need, consumptionId: consumption.id });
+  c.events.push({
+    type: eventTypes.allowanceConsumed, aggregateType: 'allowance', aggregateId: a.id, scopeId: c.delivery.scopeId,
+    data: { ...c.about, consumptionId: consumption.id, units: need.units, workKey: null, windowStartsAt: isoFromMs(next.windowStartsAt), usedUnits: next.usedUnits },
+  });
+  return true;
+}
+
+/** As POST /reserve would, with no settleBy: the reservation rides on the delivery. */
+async function reserveBudget(c: Claim, need: DeliveryRequirements['budgets'][number]): Promise<boolean> {
+  const { tx, spaceId, nowMs, random } = c.ctx;
+  const budget = await tx.budgets.get(spaceId, need.id, { forUpdate: true });
+  assert(budget, `budget ${need.id} named by a delivery is gone`);
+  const amountMinor = BigInt(need.reserveMinor);
+  if (amountMinor > budget.availableMinor) return c.shortages.record('budget', need.id, amountMinor);
+  const reservation: Reservation = {
+    id: random.uuid(), spaceId, budgetId: need.id, scopeId: c.delivery.scopeId, holder: c.who.holder, amountMinor, settledMinor: 0n, remainingMinor: amountMinor,
+    state: 'ACTIVE', settleBy: null, overdueAt: null, createdAt: nowMs, updatedAt: nowMs,
+  };
+  await tx.budgets.update(reserveFunds(budget, amountMinor, nowMs));
+  await tx.reservations.insert(reservation);
+  c.claimed.budgets.push({ id: need.id, name: need.name, reservationId: reservation.id, amountMinor: need.reserveMinor });
+  c.events.push({
+    type: eventTypes.budgetReserved, aggregateType: 'budget', aggregateId: need.id, scopeId: c.delivery.scopeId,
+    data: { ...c.about, reservationId: reservation.id, amountMinor: need.reserveMinor, settleBy: null },
+  });
+  return true;
+}
+
+async function claimWorkLimitSlot(c: Claim, need: { id: string; name: string }): Promise<boolean> {
+  const { tx, spaceId, nowMs } = c.ctx;
+  const limit = await tx.workLimits.claim(spaceId, need.id, 1, nowMs);
+  if (!limit) return c.shortages.record('work_limit', need.id, 1n);
+  c.claimed.workLimit = { ...need };
+  c.events.push({ type: eventTypes.workLimitSlotClaimed, aggregateType: 'work_limit', aggregateId: need.id, scopeId: c.delivery.scopeId, data: { ...c.about, inUse: limit.inUse } });
+  return true;
 }
 
 /**
