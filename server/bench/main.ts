@@ -4,9 +4,11 @@
  */
 import { budgetsBenchmark } from './budgets';
 import { BenchFailure, parseOptions, stopOnInterrupt, type Benchmark } from './harness';
+import { tasksBenchmark } from './tasks';
 
 const benchmarks: Record<string, Benchmark> = {
   budgets: budgetsBenchmark,
+  tasks: tasksBenchmark,
 };
 
 function usage(): string {
