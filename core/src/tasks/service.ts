@@ -6,7 +6,7 @@ import { eventTypes, type NewEvent } from '../events/model';
 import { cancelled } from '../messages/rules';
 import { releaseResources } from '../admission/claims';
 import type { Message } from '../messages/model';
-import { lockMailbox, sendLocked } from '../messages/service';
+import { mailboxOf, sendTo } from '../messages/service';
 import { messageView } from '../messages/views';
 import type { TaskCancelBody, TaskDebugView, TaskDetachBody, TaskDetachReply, TaskJoinBody, TaskListQuery, TaskStateReply, TaskSubmitBody, TaskSubmitReply, TaskView } from '../schemas/tasks';
 import type { Page } from '../store/repositories';
@@ -92,8 +92,8 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
   const existing = await ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey);
   if (existing) return { created: false, reply: await joinExisting(ctx, existing, fingerprint, body) };
 
-  // The mailbox first: it must exist before the task row names it, and the delivery's send needs its lock anyway.
-  const mailbox = await lockMailbox(ctx.tx, ctx.spaceId, body.mailboxId);
+  // The mailbox first: it must exist before the task row names it.
+  const mailbox = await mailboxOf(ctx.tx, ctx.spaceId, body.mailboxId);
   const deliveryRequirements = await resolveRequirements(ctx, requirements, workLimit);
   const task: Task = {
     id: ctx.random.uuid(),
@@ -120,7 +120,7 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
     if (!winner) throw conflict(`task ${body.taskKey} is being submitted; retry`);
     return { created: false, reply: await joinExisting(ctx, winner, fingerprint, body) };
   }
-  const delivery = await sendLocked(ctx, mailbox, {
+  const delivery = await sendTo(ctx, mailbox, {
     id: task.messageId!,
     scopeId: task.scopeId,
     payload: { taskId: task.id, input },
