@@ -20,7 +20,9 @@ interface Started {
 }
 
 async function start(): Promise<Started> {
-  const child = spawn(join(root, 'node_modules/.bin/tsx'), ['server/src/main.ts'], {
+  // node itself with tsx's loader, not the tsx wrapper: the child must be the server, or a
+  // SIGKILL would kill only the wrapper and leave the server running (and holding the store).
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
     cwd: root,
     env: { ...process.env, PORT: '0', BATON_DATA_DIR: join(dataDir, 'not', 'yet', 'there'), DATABASE_URL: '', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
