@@ -1,0 +1,59 @@
+import type { schemas } from '@baton/core';
+import type { z } from 'zod';
+
+/**
+ * The seam between the runtime's two halves: the typed client (client.ts, transport.ts,
+ * retry.ts, errors.ts) and what is built on it (worker.ts, helpers.ts). Types only: the
+ * runtime never imports server code, and imports core for its zod schemas' types alone.
+ */
+
+/** What a caller passes (defaults not yet applied) and what the server answers. */
+export type In<S extends z.ZodType> = z.input<S>;
+export type Out<S extends z.ZodType> = z.output<S>;
+
+export interface CallOptions {
+  /** Aborts the call, including its retries and their backoff sleeps. */
+  signal?: AbortSignal;
+  /** Per attempt; the client's default otherwise. */
+  timeoutMs?: number;
+  /**
+   * The Idempotency-Key of this logical operation. The client generates one per call when
+   * absent and reuses it on every retry of that call.
+   */
+  idempotencyKey?: string;
+}
+
+/** Admit answers null for 204 (nothing admissible after the wait). */
+export type Admitted = Out<typeof schemas.admittedDeliveryView>;
+
+/** The subset of the client that worker.ts and helpers.ts use. client.ts implements it (and more). */
+export interface WorkerApi {
+  admit(body: In<typeof schemas.admitBody>, options?: CallOptions): Promise<Admitted | null>;
+  renew(messageId: string, body: In<typeof schemas.renewBody>, options?: CallOptions): Promise<Out<typeof schemas.renewReply>>;
+  complete(messageId: string, body: In<typeof schemas.completeBody>, options?: CallOptions): Promise<Out<typeof schemas.completeReply>>;
+  nack(messageId: string, body: In<typeof schemas.nackBody>, options?: CallOptions): Promise<Out<typeof schemas.nackReply>>;
+  submitTask(body: In<typeof schemas.taskSubmitBody>, options?: CallOptions): Promise<Out<typeof schemas.taskSubmitReply>>;
+  getTask(taskId: string, options?: CallOptions): Promise<Out<typeof schemas.taskView>>;
+  reserve(budgetId: string, body: In<typeof schemas.reserveBody>, options?: CallOptions): Promise<Out<typeof schemas.reservationView>>;
+  settle(budgetId: string, body: In<typeof schemas.settleBody>, options?: CallOptions): Promise<Out<typeof schemas.entryReply>>;
+  voidReservation(budgetId: string, body: In<typeof schemas.voidBody>, options?: CallOptions): Promise<Out<typeof schemas.entryReply>>;
+  consume(allowanceId: string, body: In<typeof schemas.consumeBody>, options?: CallOptions): Promise<Out<typeof schemas.consumptionView>>;
+  wait(allowanceId: string, body: In<typeof schemas.waitBody>, options?: CallOptions): Promise<Out<typeof schemas.waiterView>>;
+  /** GET /allowance-waiters/{id}?waitMs= (long poll until it leaves WAITING). */
+  getWaiter(waiterId: string, waitMs?: number, options?: CallOptions): Promise<Out<typeof schemas.waiterView>>;
+  arrive(barrierId: string, body: In<typeof schemas.arriveBody>, options?: CallOptions): Promise<Out<typeof schemas.arriveReply>>;
+  /** GET /barriers/{id}?waitMs= (long poll until released). */
+  getBarrier(barrierId: string, waitMs?: number, options?: CallOptions): Promise<Out<typeof schemas.barrierView>>;
+}
+
+/**
+ * The error every failed call surfaces: the server's envelope (decisions §3) or, for a
+ * transport failure after the retries, code 'NETWORK' and status 0.
+ */
+export interface ApiErrorShape {
+  code: string;
+  status: number;
+  message: string;
+  requestId: string | null;
+  details?: unknown;
+}
