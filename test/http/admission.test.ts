@@ -672,11 +672,12 @@ describe.each(storeTargets())('admission over HTTP on $name', (target) => {
       const recv = await server.api('POST', `/mailboxes/${f.box}/recv`, { body: { scopeId, holder: 'raw', holderSession: 'raw-1' } });
       expect(recv.statusCode).toBe(200);
       expect(recv.body.payload.taskId).toBe(taskId);
-      expect(recv.body.claimed ?? { pools: [], quotas: [], budgets: [], workLimit: null }).toEqual({ pools: [], quotas: [], budgets: [], workLimit: null });
+      expect(recv.body.claimed).toEqual({ pools: [], quotas: [], budgets: [], workLimit: null });
       expect(await f.usage()).toEqual({ pool: 0, workLimit: 0, quota: 0, reserved: '0' });
       expect(await task(taskId)).toMatchObject({ state: 'RUNNING', attempts: 1 });
       const debug = (await server.api('GET', `/ops/tasks/${taskId}`)).body;
       expect(debug.events.find((e: { type: string }) => e.type === 'task.running').data.claimed).toBeNull();
+      expect(debug.attempts[0].claimed).toBeNull();
       // Its end gives nothing back either: nothing goes below zero.
       expect((await call(recv.body.messageId, 'complete', { token: recv.body.token })).statusCode).toBe(200);
       expect(await f.usage()).toEqual({ pool: 0, workLimit: 0, quota: 0, reserved: '0' });
@@ -694,8 +695,8 @@ describe.each(storeTargets())('admission over HTTP on $name', (target) => {
       expect(debug.statusCode).toBe(200);
       expect(debug.body.task).toMatchObject({ state: 'RUNNING', attempts: 2 });
       expect(debug.body.attempts).toEqual([
-        { messageId: first.messageId, attempt: 1, holder: 'worker-a', holderSession: 'sess-a', leaseExpiresAt: first.leaseExpiresAt, claimedAt: expect.any(String) },
-        { messageId: second.messageId, attempt: 2, holder: 'worker-b', holderSession: 'sess-b', leaseExpiresAt: second.leaseExpiresAt, claimedAt: expect.any(String) },
+        { messageId: first.messageId, attempt: 1, holder: 'worker-a', holderSession: 'sess-a', leaseExpiresAt: first.leaseExpiresAt, claimedAt: expect.any(String), claimed: first.claimed },
+        { messageId: second.messageId, attempt: 2, holder: 'worker-b', holderSession: 'sess-b', leaseExpiresAt: second.leaseExpiresAt, claimedAt: expect.any(String), claimed: second.claimed },
       ]);
       expect(debug.body.messages[0]).toMatchObject({ id: second.messageId, state: 'CLAIMED', holder: 'worker-b', holderSession: 'sess-b', attempt: 2 });
       const running = debug.body.events.filter((e: { type: string }) => e.type === 'task.running');

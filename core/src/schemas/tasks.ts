@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { maxPoolRequirements, maxQuotaRequirements, taskStates } from '../tasks/model';
 import { stateFilter } from './barriers';
 import { listQuery, minorAmount, name, pageOf, text, timestamp, uuid, uuidInput } from './common';
-import { messageView } from './messages';
+import { claimedResourcesView, messageView } from './messages';
 
 const units = z.number().int().min(1).max(1_000_000);
 const jsonInput = z
@@ -85,7 +85,17 @@ export const taskDebugView = z
   .object({
     task: taskView,
     messages: z.array(messageView),
-    attempts: z.array(z.object({ messageId: uuid, attempt: z.number().int(), holder: z.string().nullable(), holderSession: z.string().nullable(), leaseExpiresAt: timestamp.nullable(), claimedAt: timestamp })),
+    attempts: z.array(
+      z.object({
+        messageId: uuid,
+        attempt: z.number().int(),
+        holder: z.string().nullable(),
+        holderSession: z.string().nullable(),
+        leaseExpiresAt: timestamp.nullable(),
+        claimedAt: timestamp,
+        claimed: claimedResourcesView.nullable().describe('What an admit claimed with this attempt; null for a raw recv'),
+      }),
+    ),
     events: z.array(journalEventView),
   })
   .meta({ id: 'TaskDebug' });

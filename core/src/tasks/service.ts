@@ -217,6 +217,7 @@ export async function debugView(tx: Tx, spaceId: string, id: string): Promise<Ta
       holderSession: (e.data.holderSession as string | null | undefined) ?? null,
       leaseExpiresAt: (e.data.leaseExpiresAt as string | null | undefined) ?? null,
       claimedAt: isoFromMs(e.occurredAt),
+      claimed: (e.data.claimed as TaskDebugView['attempts'][number]['claimed'] | undefined) ?? null,
     }));
   return { task: await viewOf(tx, task), messages: message ? [messageView(message)] : [], attempts, events: events.map(eventView) };
 }
