@@ -1,0 +1,373 @@
+import type { schemas } from '@baton/core';
+import type { Admitted, CallOptions, In, Out, WorkerApi } from './contract';
+import { BatonApiError, errorFromReply, isRetryable, networkError, timeoutError } from './errors';
+import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
+import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry';
+import { fetchTransport, type Transport, type TransportRequest, type TransportResponse } from './transport';
+
+/**
+ * The typed client of one space: a method per route of docs/api.md under
+ * /v1/spaces/{spaceId}. Every call is one logical operation: it is retried (same
+ * Idempotency-Key on every attempt, so the server applies it at most once) until it succeeds,
+ * fails for good, or its retry policy runs out; then it rejects with a BatonApiError.
+ */
+
+type S = typeof schemas;
+
+export interface ClientOptions {
+  /** Where the server listens, e.g. http://127.0.0.1:8080 (no /v1). */
+  baseUrl: string;
+  /** A bearer key, bk_... */
+  apiKey: string;
+  spaceId: string;
+  /** Default: global fetch. The simulator passes its faulty network. */
+  transport?: Transport;
+  /** Drives backoff sleeps and attempt timeouts. Default: the system clock. */
+  clock?: RuntimeClock;
+  /** Jitter of the backoff. Default: Math.random. */
+  random?: RuntimeRandom;
+  /** Per attempt, beyond a long poll's wait (see `attemptTimeoutMs`). Default 10,000. */
+  timeoutMs?: number;
+  /** Overrides of `defaultRetryPolicy`; `{ maxAttempts: 1 }` turns retrying off. */
+  retry?: Partial<RetryPolicy>;
+  /** A fresh Idempotency-Key per logical call. Default crypto.randomUUID; seeded in the simulator. */
+  newIdempotencyKey?: () => string;
+}
+
+export const defaultTimeoutMs = 10_000;
+/** The server shortens every long poll to this (docs/api.md): a longer wait never holds a reply longer. */
+export const serverMaxWaitMs = 30_000;
+
+/**
+ * An attempt of a long poll legitimately takes its wait: the timeout counts from where the
+ * server's wait ends, so `timeoutMs` bounds the network and the server's work alone.
+ */
+export function attemptTimeoutMs(timeoutMs: number, waitMs: number | undefined): number {
+  return timeoutMs + Math.min(Math.max(0, waitMs ?? 0), serverMaxWaitMs);
+}
+
+export interface ListQuery {
+  /** 1 to 500, default 100. */
+  limit?: number;
+  /** The nextCursor of the previous page. */
+  cursor?: string;
+}
+/** A state filter: one state or several (sent comma-separated). */
+export interface StateListQuery<State extends string> extends ListQuery {
+  state?: State | readonly State[];
+}
+export type BarrierState = Out<S['barrierView']>['state'];
+export type MessageState = Out<S['messageView']>['state'];
+export type TaskState = Out<S['taskView']>['state'];
+export interface TaskListQuery extends StateListQuery<TaskState> {
+  scopeId?: string;
+}
+export interface EventsQuery {
+  /** The nextCursor of the previous read; absent reads from the start of the journal. */
+  cursor?: string;
+  limit?: number;
+}
+export interface GetBarrierOptions extends CallOptions {
+  /** Wait on this epoch: the server answers at once when the barrier is in another one. */
+  epoch?: number;
+}
+
+/** The whole API of a space. Extends WorkerApi, so the compiler checks the seam worker.ts relies on. */
+export interface BatonClient extends WorkerApi {
+  readonly spaceId: string;
+
+  // Budgets
+  /** GET /budgets */
+  listBudgets(query?: ListQuery, options?: CallOptions): Promise<Out<S['budgetPage']>>;
+  /** POST /budgets: create-or-get by name (an identical budget answers the existing one). */
+  createBudget(body: In<S['budgetCreateBody']>, options?: CallOptions): Promise<Out<S['budgetView']>>;
+  /** GET /budgets/{id} */
+  getBudget(budgetId: string, options?: CallOptions): Promise<Out<S['budgetView']>>;
+  /** POST /budgets/{id}/reserve */
+  reserve(budgetId: string, body: In<S['reserveBody']>, options?: CallOptions): Promise<Out<S['reservationView']>>;
+  /** POST /budgets/{id}/settle */
+  settle(budgetId: string, body: In<S['settleBody']>, options?: CallOptions): Promise<Out<S['entryReply']>>;
+  /** POST /budgets/{id}/void (`void` is a keyword, hence the name). */
+  voidReservation(budgetId: string, body: In<S['voidBody']>, options?: CallOptions): Promise<Out<S['entryReply']>>;
+
+  // Barriers
+  /** GET /barriers?state= */
+  listBarriers(query?: StateListQuery<BarrierState>, options?: CallOptions): Promise<Out<S['barrierPage']>>;
+  /** POST /barriers: every create makes a new barrier; the Idempotency-Key makes a retry safe. */
+  createBarrier(body: In<S['barrierCreateBody']>, options?: CallOptions): Promise<Out<S['barrierView']>>;
+  /** GET /barriers/{id}?waitMs=&epoch=: a long poll until the barrier (in `epoch`) leaves WAITING. */
+  getBarrier(barrierId: string, waitMs?: number, options?: GetBarrierOptions): Promise<Out<S['barrierView']>>;
+  /** POST /barriers/{id}/arrive */
+  arrive(barrierId: string, body: In<S['arriveBody']>, options?: CallOptions): Promise<Out<S['arriveReply']>>;
+  /** POST /barriers/{id}/nextEpoch; `{epoch}` names the epoch to end, so many callers start one epoch. */
+  nextEpoch(barrierId: string, body?: In<S['nextEpochBody']>, options?: CallOptions): Promise<Out<S['barrierView']>>;
+  /** POST /barriers/{id}/cancel */
+  cancelBarrier(barrierId: string, options?: CallOptions): Promise<Out<S['barrierView']>>;
+
+  // Pools and work limits
+  /** GET /pools */
+  listPools(query?: ListQuery, options?: CallOptions): Promise<Out<S['poolPage']>>;
+  /** POST /pools: create-or-get by name. */
+  createPool(body: In<S['poolCreateBody']>, options?: CallOptions): Promise<Out<S['poolView']>>;
+  /** GET /pools/{id} */
+  getPool(poolId: string, options?: CallOptions): Promise<Out<S['poolView']>>;
+  /** GET /work-limits */
+  listWorkLimits(query?: ListQuery, options?: CallOptions): Promise<Out<S['workLimitPage']>>;
+  /** POST /work-limits: create-or-get by name. */
+  createWorkLimit(body: In<S['workLimitCreateBody']>, options?: CallOptions): Promise<Out<S['workLimitView']>>;
+  /** GET /work-limits/{id} */
+  getWorkLimit(workLimitId: string, options?: CallOptions): Promise<Out<S['workLimitView']>>;
+
+  // Allowances and their waiters
+  /** GET /allowances */
+  listAllowances(query?: ListQuery, options?: CallOptions): Promise<Out<S['allowancePage']>>;
+  /** POST /allowances: create-or-get by name. */
+  createAllowance(body: In<S['allowanceCreateBody']>, options?: CallOptions): Promise<Out<S['allowanceView']>>;
+  /** GET /allowances/{id} */
+  getAllowance(allowanceId: string, options?: CallOptions): Promise<Out<S['allowanceView']>>;
+  /** POST /allowances/{id}/consume; refused with 429 QUOTA_EXHAUSTED (not retried: wait in line instead). */
+  consume(allowanceId: string, body: In<S['consumeBody']>, options?: CallOptions): Promise<Out<S['consumptionView']>>;
+  /** POST /allowances/{id}/wait: joins the FIFO line. */
+  wait(allowanceId: string, body: In<S['waitBody']>, options?: CallOptions): Promise<Out<S['waiterView']>>;
+  /** POST /allowances/{id}/cooldown */
+  cooldown(allowanceId: string, body: In<S['cooldownBody']>, options?: CallOptions): Promise<Out<S['allowanceView']>>;
+  /** GET /allowance-waiters/{id}?waitMs=: a long poll while WAITING. */
+  getWaiter(waiterId: string, waitMs?: number, options?: CallOptions): Promise<Out<S['waiterView']>>;
+  /** POST /allowance-waiters/{id}/cancel */
+  cancelWaiter(waiterId: string, options?: CallOptions): Promise<Out<S['waiterView']>>;
+
+  // Mailboxes and messages
+  /** GET /mailboxes */
+  listMailboxes(query?: ListQuery, options?: CallOptions): Promise<Out<S['mailboxPage']>>;
+  /** POST /mailboxes: create-or-get by name. */
+  createMailbox(body: In<S['mailboxCreateBody']>, options?: CallOptions): Promise<Out<S['mailboxView']>>;
+  /** GET /mailboxes/{id}/messages?state= */
+  listMessages(mailboxId: string, query?: StateListQuery<MessageState>, options?: CallOptions): Promise<Out<S['messagePage']>>;
+  /** POST /mailboxes/{id}/messages */
+  send(mailboxId: string, body: In<S['sendBody']>, options?: CallOptions): Promise<Out<S['messageView']>>;
+  /** POST /mailboxes/{id}/recv: null for 204 (nothing READY after the wait). The raw bypass of admission. */
+  recv(mailboxId: string, body: In<S['recvBody']>, options?: CallOptions): Promise<Out<S['deliveryView']> | null>;
+  /** POST /messages/{id}/renew */
+  renew(messageId: string, body: In<S['renewBody']>, options?: CallOptions): Promise<Out<S['renewReply']>>;
+  /** POST /messages/{id}/complete */
+  complete(messageId: string, body: In<S['completeBody']>, options?: CallOptions): Promise<Out<S['completeReply']>>;
+  /** POST /messages/{id}/nack */
+  nack(messageId: string, body: In<S['nackBody']>, options?: CallOptions): Promise<Out<S['nackReply']>>;
+
+  // Tasks
+  /** GET /tasks?scopeId=&state= */
+  listTasks(query?: TaskListQuery, options?: CallOptions): Promise<Out<S['taskPage']>>;
+  /** POST /tasks: create-or-join by taskKey. */
+  submitTask(body: In<S['taskSubmitBody']>, options?: CallOptions): Promise<Out<S['taskSubmitReply']>>;
+  /** GET /tasks/{id} */
+  getTask(taskId: string, options?: CallOptions): Promise<Out<S['taskView']>>;
+  /** POST /tasks/{id}/cancel */
+  cancelTask(taskId: string, body?: In<S['taskCancelBody']>, options?: CallOptions): Promise<Out<S['taskStateReply']>>;
+  /** POST /tasks/{id}/join */
+  joinTask(taskId: string, body: In<S['taskJoinBody']>, options?: CallOptions): Promise<Out<S['taskStateReply']>>;
+  /** POST /tasks/{id}/detach */
+  detachTask(taskId: string, body: In<S['taskDetachBody']>, options?: CallOptions): Promise<Out<S['taskDetachReply']>>;
+  /**
+   * POST /tasks/admit: a task delivery with everything it requires, or null for 204. Pass the
+   * same `idempotencyKey` to retry one intended claim across calls (an empty admit stores nothing).
+   */
+  admit(body: In<S['admitBody']>, options?: CallOptions): Promise<Admitted | null>;
+  /** GET /ops/tasks/{taskId}: the debugger view (usage_read). */
+  getTaskDebug(taskId: string, options?: CallOptions): Promise<Out<S['taskDebugView']>>;
+
+  // Space limits and the journal
+  /** GET /limits (usage_read) */
+  getLimits(options?: CallOptions): Promise<Out<S['spaceLimitsView']>>;
+  /** PUT /limits: sets the limits the body names, keeps the others. */
+  setLimits(body: In<S['spaceLimitsBody']>, options?: CallOptions): Promise<Out<S['spaceLimitsView']>>;
+  /** GET /events?cursor=&limit=: nextCursor is never null; keep polling with it. */
+  listEvents(query?: EventsQuery, options?: CallOptions): Promise<Out<S['eventPage']>>;
+}
+
+type QueryValue = string | number | readonly string[] | undefined;
+
+interface Route {
+  method: TransportRequest['method'];
+  /** Below /v1/spaces/{spaceId}; ids already encoded. */
+  path: string;
+  query?: Record<string, QueryValue>;
+  body?: unknown;
+  /** A long poll's wait: the attempt's timeout grows by it. */
+  waitMs?: number;
+  /** 204 answers null (admit, recv); on any other route a 204 is a BAD_REPLY. */
+  emptyIsNull?: boolean;
+}
+
+const id = (value: string): string => encodeURIComponent(value);
+
+function queryString(query: Record<string, QueryValue> | undefined): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query ?? {})) {
+    if (value === undefined) continue;
+    params.set(name, typeof value === 'object' ? value.join(',') : String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+function parseSuccess(response: TransportResponse, route: Route): unknown {
+  if (response.status === 204 && route.emptyIsNull) return null;
+  try {
+    return JSON.parse(response.body);
+  } catch (cause) {
+    throw new BatonApiError({
+      code: 'BAD_REPLY',
+      status: response.status,
+      message: `HTTP ${response.status} with a body that is not JSON`,
+      requestId: response.headers['x-request-id'] ?? null,
+      cause,
+    });
+  }
+}
+
+export function createClient(options: ClientOptions): BatonClient {
+  const transport = options.transport ?? fetchTransport;
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? systemRandom;
+  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+  const policy: RetryPolicy = { ...defaultRetryPolicy, ...options.retry };
+  const newIdempotencyKey = options.newIdempotencyKey ?? (() => crypto.randomUUID());
+  const spaceUrl = `${options.baseUrl.replace(/\/+$/, '')}/v1/spaces/${id(options.spaceId)}`;
+
+  /**
+   * One exchange under its own timeout. The caller's signal and the timeout abort the same
+   * controller; listeners are removed afterwards rather than using AbortSignal.any, because a
+   * worker's long-lived signal would otherwise collect one dependent signal per call. The
+   * timeout runs on the injected clock so a simulated network can time out in simulated time.
+   */
+  async function exchange(request: Omit<TransportRequest, 'signal'>, attemptMs: number, signal: AbortSignal | undefined): Promise<TransportResponse> {
+    const attempt = new AbortController();
+    const timer = new AbortController();
+    let timedOut = false;
+    const onCallerAbort = (): void => attempt.abort(signal!.reason);
+    signal?.addEventListener('abort', onCallerAbort, { once: true });
+    // Also settles the race for a transport that ignores its signal.
+    const aborted = new Promise<never>((_, reject) => attempt.signal.addEventListener('abort', () => reject(attempt.signal.reason), { once: true }));
+    clock.sleep(attemptMs, timer.signal).then(
+      () => {
+        if (timer.signal.aborted) return; // a clock whose sleep resolves on abort: the attempt ended first
+        timedOut = true;
+        attempt.abort(timeoutError(attemptMs));
+      },
+      () => undefined, // the attempt ended first
+    );
+    try {
+      return await Promise.race([transport({ ...request, signal: attempt.signal }), aborted]);
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (timedOut) throw timeoutError(attemptMs);
+      throw networkError(error);
+    } finally {
+      timer.abort();
+      signal?.removeEventListener('abort', onCallerAbort);
+    }
+  }
+
+  async function call<T>(route: Route, callOptions: CallOptions = {}): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}`, accept: 'application/json' };
+    let body: string | undefined;
+    if (route.method !== 'GET') {
+      // One key per logical call, reused by every retry: the server applies the call once.
+      headers['idempotency-key'] = callOptions.idempotencyKey ?? newIdempotencyKey();
+      headers['content-type'] = 'application/json';
+      // Routes without a body still get "{}": the server reads any POST as JSON.
+      body = JSON.stringify(route.body ?? {});
+    }
+    const request = { method: route.method, url: `${spaceUrl}${route.path}${queryString(route.query)}`, headers, ...(body === undefined ? {} : { body }) };
+    const attemptMs = attemptTimeoutMs(callOptions.timeoutMs ?? timeoutMs, route.waitMs);
+    const signal = callOptions.signal;
+    return withRetry(
+      async () => {
+        const response = await exchange(request, attemptMs, signal);
+        if (response.status < 200 || response.status >= 300 || (response.status === 204 && !route.emptyIsNull)) {
+          throw errorFromReply(response, clock.now());
+        }
+        return parseSuccess(response, route) as T;
+      },
+      {
+        policy,
+        clock,
+        random,
+        ...(signal === undefined ? {} : { signal }),
+        isRetryable,
+        retryAfterMsOf: (error) => (error instanceof BatonApiError ? error.retryAfterMs : null),
+      },
+    );
+  }
+
+  const get = <T>(path: string, query: Record<string, QueryValue> | undefined, callOptions: CallOptions | undefined, waitMs?: number): Promise<T> =>
+    call<T>({ method: 'GET', path, ...(query === undefined ? {} : { query }), ...(waitMs === undefined ? {} : { waitMs }) }, callOptions);
+  const post = <T>(path: string, body: unknown, callOptions: CallOptions | undefined): Promise<T> => call<T>({ method: 'POST', path, body }, callOptions);
+  const list = (query: ListQuery | undefined) => ({ limit: query?.limit, cursor: query?.cursor });
+  const stateList = <State extends string>(query: StateListQuery<State> | undefined) => ({ ...list(query), state: query?.state });
+
+  const client: BatonClient = {
+    spaceId: options.spaceId,
+
+    listBudgets: (query, o) => get('/budgets', list(query), o),
+    createBudget: (body, o) => post('/budgets', body, o),
+    getBudget: (budgetId, o) => get(`/budgets/${id(budgetId)}`, undefined, o),
+    reserve: (budgetId, body, o) => post(`/budgets/${id(budgetId)}/reserve`, body, o),
+    settle: (budgetId, body, o) => post(`/budgets/${id(budgetId)}/settle`, body, o),
+    voidReservation: (budgetId, body, o) => post(`/budgets/${id(budgetId)}/void`, body, o),
+
+    listBarriers: (query, o) => get('/barriers', stateList(query), o),
+    createBarrier: (body, o) => post('/barriers', body, o),
+    getBarrier: (barrierId, waitMs, o) => get(`/barriers/${id(barrierId)}`, { waitMs, epoch: o?.epoch }, o, waitMs),
+    arrive: (barrierId, body, o) => post(`/barriers/${id(barrierId)}/arrive`, body, o),
+    nextEpoch: (barrierId, body, o) => post(`/barriers/${id(barrierId)}/nextEpoch`, body ?? {}, o),
+    cancelBarrier: (barrierId, o) => post(`/barriers/${id(barrierId)}/cancel`, undefined, o),
+
+    listPools: (query, o) => get('/pools', list(query), o),
+    createPool: (body, o) => post('/pools', body, o),
+    getPool: (poolId, o) => get(`/pools/${id(poolId)}`, undefined, o),
+    listWorkLimits: (query, o) => get('/work-limits', list(query), o),
+    createWorkLimit: (body, o) => post('/work-limits', body, o),
+    getWorkLimit: (workLimitId, o) => get(`/work-limits/${id(workLimitId)}`, undefined, o),
+
+    listAllowances: (query, o) => get('/allowances', list(query), o),
+    createAllowance: (body, o) => post('/allowances', body, o),
+    getAllowance: (allowanceId, o) => get(`/allowances/${id(allowanceId)}`, undefined, o),
+    consume: (allowanceId, body, o) => post(`/allowances/${id(allowanceId)}/consume`, body, o),
+    wait: (allowanceId, body, o) => post(`/allowances/${id(allowanceId)}/wait`, body, o),
+    cooldown: (allowanceId, body, o) => post(`/allowances/${id(allowanceId)}/cooldown`, body, o),
+    getWaiter: (waiterId, waitMs, o) => get(`/allowance-waiters/${id(waiterId)}`, { waitMs }, o, waitMs),
+    cancelWaiter: (waiterId, o) => post(`/allowance-waiters/${id(waiterId)}/cancel`, undefined, o),
+
+    listMailboxes: (query, o) => get('/mailboxes', list(query), o),
+    createMailbox: (body, o) => post('/mailboxes', body, o),
+    listMessages: (mailboxId, query, o) => get(`/mailboxes/${id(mailboxId)}/messages`, stateList(query), o),
+    send: (mailboxId, body, o) => post(`/mailboxes/${id(mailboxId)}/messages`, body, o),
+    recv: (mailboxId, body, o) => call({ method: 'POST', path: `/mailboxes/${id(mailboxId)}/recv`, body, ...waitOf(body), emptyIsNull: true }, o),
+    renew: (messageId, body, o) => post(`/messages/${id(messageId)}/renew`, body, o),
+    complete: (messageId, body, o) => post(`/messages/${id(messageId)}/complete`, body, o),
+    nack: (messageId, body, o) => post(`/messages/${id(messageId)}/nack`, body, o),
+
+    listTasks: (query, o) => get('/tasks', { ...stateList(query), scopeId: query?.scopeId }, o),
+    submitTask: (body, o) => post('/tasks', body, o),
+    getTask: (taskId, o) => get(`/tasks/${id(taskId)}`, undefined, o),
+    cancelTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/cancel`, body ?? {}, o),
+    joinTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/join`, body, o),
+    detachTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/detach`, body, o),
+    admit: (body, o) => call({ method: 'POST', path: '/tasks/admit', body, ...waitOf(body), emptyIsNull: true }, o),
+    getTaskDebug: (taskId, o) => get(`/ops/tasks/${id(taskId)}`, undefined, o),
+
+    getLimits: (o) => get('/limits', undefined, o),
+    setLimits: (body, o) => call({ method: 'PUT', path: '/limits', body }, o),
+    listEvents: (query, o) => get('/events', { cursor: query?.cursor, limit: query?.limit }, o),
+  };
+  return client;
+}
+
+/** recv and admit carry their long-poll wait in the body. */
+function waitOf(body: { waitMs?: number }): { waitMs?: number } {
+  return body.waitMs === undefined ? {} : { waitMs: body.waitMs };
+}
+
+// The seam worker.ts and helpers.ts are written against: a client must be a WorkerApi.
+createClient satisfies (options: ClientOptions) => WorkerApi;

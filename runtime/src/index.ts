@@ -1,0 +1,9 @@
+/** @baton/runtime: the typed client of a Baton space, and the worker built on it. */
+export * from './contract';
+export * from './transport';
+export * from './errors';
+export * from './clock';
+export * from './retry';
+export * from './client';
+export * from './worker';
+export * from './helpers';

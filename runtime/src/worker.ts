@@ -1,0 +1,514 @@
+import { randomUUID } from 'node:crypto';
+import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
+import type { Admitted, ApiErrorShape, WorkerApi } from './contract';
+
+/**
+ * The worker loop: admit task deliveries with long polls, run a handler for each under a
+ * renewed lease, then complete or nack with the delivery's token. Built on WorkerApi alone, so
+ * it runs against the real client, the simulator or an in-memory fake.
+ *
+ * One rule shapes everything below: a token is used only while this worker still believes it
+ * holds the lease. Once the lease is lost (renew answered LEASE_LOST, or the local deadline
+ * passed before a renew succeeded) or the delivery was handed back by a drain, the worker
+ * sends nothing more for that delivery, whatever its handler does later.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Errors, kept structural: the worker runs on any WorkerApi, not only the HTTP client.
+
+
+/** An error the API answered (or the client's NETWORK error), recognised by shape. */
+function isApiError(error: unknown): error is ApiErrorShape {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { code?: unknown; status?: unknown };
+  return typeof e.code === 'string' && typeof e.status === 'number';
+}
+
+function hasApiCode(error: unknown, code: string): boolean {
+  return isApiError(error) && error.code === code;
+}
+
+/** Sleeps, treating an abort as "wake up now": callers re-check their state after waking. */
+async function sleepQuietly(clock: RuntimeClock, ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return;
+  try {
+    await clock.sleep(Math.max(0, ms), signal);
+  } catch {
+    // Aborted: the caller's loop condition decides what happens next.
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Telling the worker how a handler failed.
+
+const nonRetryableMark = Symbol.for('baton.nonRetryable');
+
+/** Thrown by a handler when retrying cannot help (bad input, ...): the delivery is nacked with retry false. */
+export class PermanentError extends Error {
+  override name = 'PermanentError';
+  readonly [nonRetryableMark] = true;
+}
+
+/** Marks any error as permanent without wrapping it; returns it, so `throw nonRetryable(e)` reads well. */
+export function nonRetryable<E>(error: E): E {
+  if (typeof error === 'object' && error !== null) (error as Record<symbol, unknown>)[nonRetryableMark] = true;
+  return error;
+}
+
+export function isPermanent(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[nonRetryableMark] === true;
+}
+
+/** The reason a handler's signal aborts with. */
+export class DeliveryAbortedError extends Error {
+  override name = 'DeliveryAbortedError';
+  constructor(
+    readonly messageId: string,
+    readonly why: 'lease_lost' | 'drain',
+  ) {
+    super(why === 'lease_lost' ? `lease on message ${messageId} was lost` : `worker drained before message ${messageId} finished`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public shapes.
+
+/** What a handler sees of an admitted delivery. The token stays inside the worker on purpose. */
+export interface WorkerDelivery {
+  messageId: string;
+  taskId: string;
+  mailboxId: string;
+  scopeId: string;
+  /** 1 on the first claim; higher after nacks with retry or lease expiries. */
+  attempt: number;
+  /** The task delivery's payload, `{taskId, input}`. */
+  payload: unknown;
+  /** `payload.input`: what the submitter passed. */
+  input: unknown;
+  /** What admission claimed with the delivery (pools, quotas, budget reservations, work limit). */
+  claimed: Admitted['claimed'];
+}
+
+export interface HandlerContext {
+  delivery: WorkerDelivery;
+  /** Aborts when the lease is lost or a drain hands the delivery back; stop work when it does. */
+  signal: AbortSignal;
+}
+
+/** Return a value to complete with it as the task's outcome; throw to nack. */
+export type DeliveryHandler = (context: HandlerContext) => unknown | Promise<unknown>;
+
+export type WorkerEvent =
+  | { type: 'admitted'; delivery: WorkerDelivery }
+  | { type: 'renewed'; messageId: string; taskId: string; leaseExpiresAt: string }
+  | { type: 'completed'; messageId: string; taskId: string }
+  | { type: 'failed'; messageId: string; taskId: string; retry: boolean; reason: 'handler' | 'drain'; error?: unknown }
+  | { type: 'lease_lost'; messageId: string; taskId: string; cause: 'LEASE_LOST' | 'EXPIRED' }
+  | { type: 'error'; stage: 'admit' | 'renew' | 'complete' | 'nack'; error: unknown; messageId?: string; retryInMs?: number }
+  | { type: 'stopped' };
+
+export interface WorkerStats {
+  admitted: number;
+  completed: number;
+  /** Nacked: by a handler's failure or by a drain. */
+  failed: number;
+  leaseLost: number;
+  /** Handlers running now (a handler that ignores its aborted signal still counts until it returns). */
+  inFlight: number;
+}
+
+export interface WorkerOptions {
+  client: WorkerApi;
+  mailboxId: string;
+  scopeId: string;
+  holder: string;
+  /** Handlers run at most this many at once; the worker admits only when one is free. */
+  concurrency: number;
+  /** Asked for on admit and every renew (the server may shorten it to maxLeaseSeconds). */
+  leaseSeconds: number;
+  /** The admit long poll; the server caps it at 30,000. Default 20,000. */
+  waitMs?: number;
+  handler: DeliveryHandler;
+  clock?: RuntimeClock;
+  random?: RuntimeRandom;
+  onEvent?: (event: WorkerEvent) => void;
+  /** Backoff after a failed admit: ceiling of the first, doubling up to maxMs. */
+  admitBackoff?: { baseMs: number; maxMs: number };
+  /** Call installSignalHandlers() on start (SIGTERM and SIGINT drain with this deadline). */
+  handleSignals?: boolean | { deadlineMs: number };
+}
+
+export interface Worker {
+  /** Identifies this instance's claims (recorded on each claim); fresh per createWorker. */
+  readonly holderSession: string;
+  start(): void;
+  /** Stops admitting, lets in-flight handlers finish until the deadline, nacks (retry) the rest. */
+  stop(options?: { deadlineMs?: number }): Promise<void>;
+  /** A snapshot of the counters. */
+  readonly stats: WorkerStats;
+  /** Resolves once a stop has finished (never before stop is called). */
+  readonly done: Promise<void>;
+  /** Drains on SIGTERM and SIGINT; returns a function that removes the hooks. */
+  installSignalHandlers(options?: { deadlineMs?: number; signals?: NodeJS.Signals[] }): () => void;
+}
+
+export const defaultAdmitWaitMs = 20_000;
+export const defaultDrainDeadlineMs = 30_000;
+const defaultAdmitBackoff = { baseMs: 500, maxMs: 30_000 };
+/** An empty admit answered this fast (a draining server, waitMs 0) would otherwise spin the loop. */
+const emptyAdmitPauseMs = 1_000;
+/** The shortest wait before retrying a failed renew; the lease deadline still bounds the retries. */
+const minRenewRetryMs = 250;
+
+// ---------------------------------------------------------------------------------------------
+// One delivery's life inside the worker.
+
+type RunState =
+  /** The handler runs and the lease is renewed. */
+  | 'running'
+  /** The handler returned; complete or nack is on its way. */
+  | 'finishing'
+  /** Lease lost: nothing more is sent. */
+  | 'lost'
+  /** A drain took it back: a nack with retry is on its way, and nothing else is sent. */
+  | 'abandoned'
+  | 'done';
+
+interface Run {
+  delivery: WorkerDelivery;
+  token: string;
+  state: RunState;
+  /** Local deadline of the lease and when to renew it, on the worker's clock. */
+  deadlineMs: number;
+  renewAtMs: number;
+  /** Aborted the moment the run leaves 'running': stops the renewer, the expiry watch and a renew in flight. */
+  leaseEnd: AbortController;
+  /** The handler's signal: aborted on lease loss or drain only. */
+  handlerAbort: AbortController;
+  /** Resolves when the worker has nothing more to send for this delivery. */
+  settled: Promise<void>;
+  markSettled: () => void;
+}
+
+function toWorkerDelivery(admitted: Admitted): WorkerDelivery {
+  const payload = admitted.payload;
+  const input = typeof payload === 'object' && payload !== null && 'input' in payload ? (payload as { input: unknown }).input : undefined;
+  return {
+    messageId: admitted.messageId,
+    taskId: admitted.taskId,
+    mailboxId: admitted.mailboxId,
+    scopeId: admitted.scopeId,
+    attempt: admitted.attempt,
+    payload,
+    input,
+    claimed: admitted.claimed,
+  };
+}
+
+/**
+ * The local lease deadline: the earlier of the server's leaseExpiresAt and "reply received +
+ * what we asked for". The second bounds the damage of a client clock running behind the
+ * server's; a clock running ahead makes the first early. Both err towards stopping before the
+ * server would give the delivery to someone else.
+ */
+function leaseDeadlineMs(leaseExpiresAt: string, receivedAtMs: number, leaseSeconds: number): number {
+  const expiresAtMs = Date.parse(leaseExpiresAt);
+  const askedMs = receivedAtMs + leaseSeconds * 1000;
+  return Number.isNaN(expiresAtMs) ? askedMs : Math.min(expiresAtMs, askedMs);
+}
+
+/** Renew a third of the way into the lease: two more tries fit before it runs out. */
+function renewAtMs(receivedAtMs: number, deadlineMs: number): number {
+  return receivedAtMs + Math.max(0, deadlineMs - receivedAtMs) / 3;
+}
+
+/** Errors after which a retried admit should keep its Idempotency-Key: the first try may have claimed. */
+function mayHaveClaimed(error: unknown): boolean {
+  if (!isApiError(error)) return true;
+  return error.status === 0 || error.status >= 500 || error.code === 'IDEMPOTENCY_KEY_IN_FLIGHT';
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export function createWorker(options: WorkerOptions): Worker {
+  const { client, mailboxId, scopeId, holder, leaseSeconds, handler } = options;
+  if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${options.concurrency}`);
+  const concurrency = options.concurrency;
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? systemRandom;
+  const waitMs = options.waitMs ?? defaultAdmitWaitMs;
+  const admitBackoff = options.admitBackoff ?? defaultAdmitBackoff;
+  const holderSession = randomUUID();
+
+  const counters = { admitted: 0, completed: 0, failed: 0, leaseLost: 0, inFlight: 0 };
+  const runs = new Set<Run>();
+  let started = false;
+  let stopping: Promise<void> | null = null;
+  /** Aborts the admit long poll and the backoff and slot waits of the admit loop. */
+  const stopAdmitting = new AbortController();
+  let admitLoopDone: Promise<void> = Promise.resolve();
+  let slotFreed: (() => void) | null = null;
+  let uninstallSignals: (() => void) | null = null;
+
+  let resolveDone!: () => void;
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+
+  function emit(event: WorkerEvent): void {
+    try {
+      options.onEvent?.(event);
+    } catch {
+      // A listener's bug must not stop the loop that it observes.
+    }
+  }
+
+  // --- the admit loop ------------------------------------------------------------------------
+
+  let claimSeq = 0;
+  /** One Idempotency-Key per intended claim: a retry after a lost reply gets the same delivery back. */
+  const nextClaimKey = (): string => `${holderSession}:claim-${++claimSeq}`;
+
+  function slotFree(): Promise<void> {
+    if (counters.inFlight < concurrency || stopAdmitting.signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => (slotFreed = resolve));
+  }
+
+  function wakeAdmitLoop(): void {
+    const wake = slotFreed;
+    slotFreed = null;
+    wake?.();
+  }
+
+  function admitBackoffMs(failures: number): number {
+    const ceilingMs = Math.min(admitBackoff.maxMs, admitBackoff.baseMs * 2 ** Math.max(0, failures - 1));
+    // Half fixed, half jitter: never hammers at once, and workers that failed together spread out.
+    return Math.floor(ceilingMs / 2 + (random.next() * ceilingMs) / 2);
+  }
+
+  async function admitLoop(): Promise<void> {
+    let failures = 0;
+    let claimKey = nextClaimKey();
+    while (!stopAdmitting.signal.aborted) {
+      await slotFree();
+      if (stopAdmitting.signal.aborted) break;
+      const sentAtMs = clock.now();
+      let admitted: Admitted | null;
+      try {
+        admitted = await client.admit(
+          { scopeId, mailboxId, holder, holderSession, leaseSeconds, waitMs },
+          { signal: stopAdmitting.signal, idempotencyKey: claimKey },
+        );
+      } catch (error) {
+        if (stopAdmitting.signal.aborted) break;
+        failures += 1;
+        if (!mayHaveClaimed(error)) claimKey = nextClaimKey();
+        const retryInMs = admitBackoffMs(failures);
+        emit({ type: 'error', stage: 'admit', error, retryInMs });
+        await sleepQuietly(clock, retryInMs, stopAdmitting.signal);
+        continue;
+      }
+      failures = 0;
+      if (admitted === null) {
+        await sleepQuietly(clock, emptyAdmitPauseMs - (clock.now() - sentAtMs), stopAdmitting.signal);
+        continue;
+      }
+      claimKey = nextClaimKey();
+      accept(admitted, clock.now());
+    }
+  }
+
+  // --- one delivery --------------------------------------------------------------------------
+
+  function accept(admitted: Admitted, receivedAtMs: number): void {
+    const delivery = toWorkerDelivery(admitted);
+    let markSettled!: () => void;
+    const settled = new Promise<void>((resolve) => (markSettled = resolve));
+    const deadlineMs = leaseDeadlineMs(admitted.leaseExpiresAt, receivedAtMs, leaseSeconds);
+    const run: Run = {
+      delivery,
+      token: admitted.token,
+      state: 'running',
+      deadlineMs,
+      renewAtMs: renewAtMs(receivedAtMs, deadlineMs),
+      leaseEnd: new AbortController(),
+      handlerAbort: new AbortController(),
+      settled,
+      markSettled,
+    };
+    runs.add(run);
+    void settled.then(() => runs.delete(run));
+    counters.admitted += 1;
+    emit({ type: 'admitted', delivery });
+
+    if (stopAdmitting.signal.aborted) {
+      // The admit answered after stop() began: hand the delivery straight back.
+      void abandon(run);
+      return;
+    }
+    counters.inFlight += 1;
+    void keepRenewing(run);
+    void watchExpiry(run);
+    void runHandler(run);
+  }
+
+  async function runHandler(run: Run): Promise<void> {
+    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: await handler({ delivery: run.delivery, signal: run.handlerAbort.signal }) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    counters.inFlight -= 1;
+    wakeAdmitLoop();
+    if (run.state !== 'running') return; // lost or abandoned: its token is not ours to use any more
+    run.state = 'finishing';
+    run.leaseEnd.abort();
+    if (outcome.ok) await complete(run, outcome.value);
+    else await nack(run, !isPermanent(outcome.error), 'handler', outcome.error);
+    finishRun(run);
+  }
+
+  function finishRun(run: Run): void {
+    if (run.state === 'finishing' || run.state === 'abandoned') run.state = 'done';
+    run.markSettled();
+  }
+
+  async function complete(run: Run, value: unknown): Promise<void> {
+    const { messageId, taskId } = run.delivery;
+    try {
+      await client.complete(messageId, value === undefined ? { token: run.token } : { token: run.token, result: { payload: value } });
+      counters.completed += 1;
+      emit({ type: 'completed', messageId, taskId });
+    } catch (error) {
+      if (hasApiCode(error, 'LEASE_LOST')) return recordLeaseLost(run, 'LEASE_LOST');
+      // The lease will run out and the delivery come back; nothing safer can be done from here.
+      emit({ type: 'error', stage: 'complete', error, messageId });
+    }
+  }
+
+  async function nack(run: Run, retry: boolean, reason: 'handler' | 'drain', cause?: unknown): Promise<void> {
+    const { messageId, taskId } = run.delivery;
+    try {
+      await client.nack(messageId, { token: run.token, retry });
+      counters.failed += 1;
+      emit({ type: 'failed', messageId, taskId, retry, reason, ...(cause === undefined ? {} : { error: cause }) });
+    } catch (error) {
+      if (hasApiCode(error, 'LEASE_LOST')) return recordLeaseLost(run, 'LEASE_LOST');
+      emit({ type: 'error', stage: 'nack', error, messageId });
+    }
+  }
+
+  // --- the lease -----------------------------------------------------------------------------
+
+  async function keepRenewing(run: Run): Promise<void> {
+    while (run.state === 'running') {
+      await sleepQuietly(clock, run.renewAtMs - clock.now(), run.leaseEnd.signal);
+      if (run.state !== 'running') return;
+      await renewOnce(run);
+    }
+  }
+
+  async function renewOnce(run: Run): Promise<void> {
+    const { messageId, taskId } = run.delivery;
+    try {
+      const reply = await client.renew(messageId, { token: run.token, leaseSeconds }, { signal: run.leaseEnd.signal });
+      if (run.state !== 'running') return;
+      const receivedAtMs = clock.now();
+      run.deadlineMs = leaseDeadlineMs(reply.leaseExpiresAt, receivedAtMs, leaseSeconds);
+      run.renewAtMs = renewAtMs(receivedAtMs, run.deadlineMs);
+      emit({ type: 'renewed', messageId, taskId, leaseExpiresAt: reply.leaseExpiresAt });
+    } catch (error) {
+      if (run.state !== 'running') return;
+      if (hasApiCode(error, 'LEASE_LOST')) return loseLease(run, 'LEASE_LOST');
+      // Try again well before the deadline; watchExpiry gives up for us when it passes.
+      const retryInMs = Math.max(minRenewRetryMs, (run.deadlineMs - clock.now()) / 3);
+      run.renewAtMs = clock.now() + retryInMs;
+      emit({ type: 'error', stage: 'renew', error, messageId, retryInMs });
+    }
+  }
+
+  /** Sleeps to the local deadline; a renew that succeeded meanwhile has moved it, so look again. */
+  async function watchExpiry(run: Run): Promise<void> {
+    while (run.state === 'running') {
+      const leftMs = run.deadlineMs - clock.now();
+      if (leftMs <= 0) return loseLease(run, 'EXPIRED');
+      await sleepQuietly(clock, leftMs, run.leaseEnd.signal);
+    }
+  }
+
+  function loseLease(run: Run, cause: 'LEASE_LOST' | 'EXPIRED'): void {
+    if (run.state !== 'running') return;
+    run.state = 'lost';
+    run.leaseEnd.abort();
+    run.handlerAbort.abort(new DeliveryAbortedError(run.delivery.messageId, 'lease_lost'));
+    recordLeaseLost(run, cause);
+  }
+
+  function recordLeaseLost(run: Run, cause: 'LEASE_LOST' | 'EXPIRED'): void {
+    run.state = 'lost';
+    counters.leaseLost += 1;
+    emit({ type: 'lease_lost', messageId: run.delivery.messageId, taskId: run.delivery.taskId, cause });
+    run.markSettled();
+  }
+
+  // --- stopping ------------------------------------------------------------------------------
+
+  /** A drain takes the delivery back: abort the handler and nack with retry so another worker gets it at once. */
+  async function abandon(run: Run): Promise<void> {
+    if (run.state !== 'running') return;
+    run.state = 'abandoned';
+    run.leaseEnd.abort();
+    run.handlerAbort.abort(new DeliveryAbortedError(run.delivery.messageId, 'drain'));
+    await nack(run, true, 'drain');
+    finishRun(run);
+  }
+
+  async function drain(deadlineMs: number): Promise<void> {
+    await admitLoopDone;
+    const deadlineOver = new AbortController();
+    const deadline = sleepQuietly(clock, deadlineMs, deadlineOver.signal);
+    await Promise.race([Promise.all([...runs].map((run) => run.settled)), deadline]);
+    deadlineOver.abort();
+    await Promise.all([...runs].map(abandon));
+    // Completes and nacks already on their way are waited for: they are bounded by the client's timeouts.
+    await Promise.all([...runs].map((run) => run.settled));
+  }
+
+  function start(): void {
+    if (started || stopping) return;
+    started = true;
+    admitLoopDone = admitLoop();
+    if (options.handleSignals) uninstallSignals = installSignalHandlers(options.handleSignals === true ? {} : options.handleSignals);
+  }
+
+  function stop(stopOptions: { deadlineMs?: number } = {}): Promise<void> {
+    if (stopping) return stopping;
+    stopAdmitting.abort();
+    wakeAdmitLoop();
+    stopping = drain(stopOptions.deadlineMs ?? defaultDrainDeadlineMs).then(() => {
+      uninstallSignals?.();
+      emit({ type: 'stopped' });
+      resolveDone();
+    });
+    return stopping;
+  }
+
+  function installSignalHandlers(hookOptions: { deadlineMs?: number; signals?: NodeJS.Signals[] } = {}): () => void {
+    const signals = hookOptions.signals ?? ['SIGTERM', 'SIGINT'];
+    const onSignal = (): void => void stop({ deadlineMs: hookOptions.deadlineMs ?? defaultDrainDeadlineMs });
+    for (const signal of signals) process.on(signal, onSignal);
+    return () => {
+      for (const signal of signals) process.off(signal, onSignal);
+    };
+  }
+
+  return {
+    holderSession,
+    start,
+    stop,
+    get stats(): WorkerStats {
+      return { ...counters };
+    },
+    done,
+    installSignalHandlers,
+  };
+}
