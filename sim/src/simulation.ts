@@ -7,6 +7,8 @@ import { MessageSender } from './agents/message-sender';
 import { MessageWorker } from './agents/message-worker';
 import { Spender } from './agents/spender';
 import { TaskWorkload } from './agents/task-workload';
+import type { RuntimeBugs } from './agents/task-worker';
+import type { TaskRuntimeStats } from './checks/tasks';
 import { Watcher } from './agents/watcher';
 import { checkFinal, checkStep } from './checker';
 import { MessageLedger } from './checks/messages';
@@ -34,6 +36,8 @@ export interface SimConfig {
   trace?: boolean;
   /** False: no message sender or workers (the task agents alone must catch a double delivery). Default true. */
   messageAgents?: boolean;
+  /** Test-only: plant a bug in the task workers' runtime seam (sim/src/agents/task-worker.ts). */
+  runtimeBugs?: RuntimeBugs;
 }
 
 export interface SimResult {
@@ -44,6 +48,8 @@ export interface SimResult {
   requests: number;
   simulatedMs: number;
   wallMs: number;
+  /** What the task workers' runtime did (admits, completes, nacks, lease losses). */
+  tasks: TaskRuntimeStats;
 }
 
 /** 2026-01-01T00:00:00Z: every run starts its simulated clock here. */
@@ -87,7 +93,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     };
     sim.network = new Network(scheduler, rng.fork('network'), sim.faults, server, trace);
     const barriers = await BarrierWorkload.setUp(server, sim, rng.fork('barriers'));
-    const tasks = await TaskWorkload.setUp(server, sim, rng.seed);
+    const tasks = await TaskWorkload.setUp(server, sim, rng.seed, config.runtimeBugs);
     const watcher = new Watcher('watcher', sim);
     const workers = Array.from({ length: config.agents }, (_, i) => (i % 3 === 2 ? new QuotaAgent(`quota${i}`, sim) : new Spender(`agent${i}`, sim)));
     const messageLedger = new MessageLedger((message) => ledger.violation(message), ledger.crashedSessions);
@@ -125,6 +131,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       requests: sim.network.requests,
       simulatedMs: scheduler.now() - startMs,
       wallMs: performance.now() - wallStart,
+      tasks: structuredClone(tasks.ledger.stats),
     };
   } finally {
     await close();

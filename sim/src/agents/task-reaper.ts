@@ -4,7 +4,8 @@ import type { TaskWorkload } from './task-workload';
 
 /**
  * How long an admission's reservation may stay ACTIVE before the reaper voids it: past any claim
- * the workers keep (a lease of at most 10 s, renewed at most twice) plus the settle after it.
+ * the workers keep (the runtime renews until its handler returns, about 13 s at most in this
+ * workload) plus the settle after it.
  */
 const graceMs = 45_000;
 

@@ -1,29 +1,79 @@
+import { BatonApiError, createWorker, PermanentError, type BatonClient, type CallOptions, type RuntimeClock, type WorkerApi, type WorkerEvent } from '../../../runtime/src/index';
 import type { ClaimedView } from '../checks/tasks';
 import type { SimContext } from '../context';
-import type { HttpReply } from '../server-host';
+import { requestTimeoutMs } from '../network';
+import { createSimClient, simClock, simRandom } from '../runtime-adapter';
 import { Agent, type Current } from './agent';
 import type { TaskWorkload } from './task-workload';
 
-/** Long-poll waits stay under the client's 2 s timeout, so a wait that runs out is an answer, not a retry. */
+/** Long-poll waits stay under the network's 2 s timeout, so a wait that runs out is an answer, not a retry. */
 const maxWaitMs = 1_500;
-/** Renewals of one claim at most: bounds how long a claim holds its resources (the reaper's grace counts on it). */
-const maxRenewals = 2;
+/** How long the runtime worker may drain at the end of the safety phase (well inside the liveness phase). */
+const drainDeadlineMs = 30_000;
 
-interface Claim {
-  messageId: string;
-  token: string;
+/**
+ * Test-only runtime bugs, planted in the worker's client seam (the runtime itself stays as
+ * shipped): they show what the simulator makes of a faulty runtime.
+ * - renewTooLate: the runtime believes its lease is four times what the server granted (the
+ *   admit and renew ask the server for the real lease, the replies' leaseExpiresAt is read as
+ *   the longer one), so it renews after the lease ran out. The service must answer LEASE_LOST
+ *   and redeliver; the runtime reports lease_lost. Nothing of the service's invariants breaks.
+ * - completeAfterLeaseLost: after the worker reports a lease lost, the stale token is still
+ *   used for a complete. The runtime check must catch it.
+ */
+export interface RuntimeBugs {
+  renewTooLate?: boolean;
+  completeAfterLeaseLost?: boolean;
+}
+
+export interface TaskWorkerOptions {
+  /** How often a job overruns its lease. */
+  slowness: number;
+  /** Handlers the runtime worker runs at once. */
+  concurrency: number;
+  bugs?: RuntimeBugs;
+}
+
+/** The per-session state of the runtime seam: tokens by message, what the worker lost. */
+interface Session {
+  current: Current;
+  client: BatonClient;
+  clock: RuntimeClock;
+  /** The lease the server grants (5 to 10 s) and the one the runtime worker asks for (the same, unless renewTooLate). */
   leaseSeconds: number;
-  /** Null for a raw recv: it claims nothing but the delivery. */
-  claimed: ClaimedView | null;
+  workerLeaseSeconds: number;
+  /**
+   * Per message, the tokens this session holds that the runtime has not yet given up, oldest
+   * first (with two handlers one message can come back to the same worker while a stubborn
+   * handler still holds the old claim), and the token whose renew, complete or nack last heard
+   * LEASE_LOST: the worker's lease_lost event names the message only.
+   */
+  liveTokens: Map<string, string[]>;
+  lostAnswer: Map<string, string>;
+  /** What each token's admission claimed (for the settle after its complete). */
+  claimed: Map<string, ClaimedView | null>;
+  /** The token of each message's last accepted complete. */
+  completedToken: Map<string, string>;
+  /** Messages whose renews a simulated partition blocks: the lease runs out under the worker. */
+  renewBlocked: Set<string>;
 }
 
 /**
- * A task worker: admits the oldest admissible delivery with its resources (holder = its name,
- * holderSession = its session, a lease of 5 to 10 s, often a long poll), now and then takes one
- * by raw recv instead (the bypass: no resources). Then works, renewing now and then; some jobs
- * overrun the lease (their complete must answer LEASE_LOST); a crash abandons the claim for the
- * lease sweep. Ends with complete (then settles or voids the admission's reservations), or nack
- * with or without retry.
+ * A task worker is a @baton/runtime worker (`createWorker`, docs/runtime.md) with the runtime's
+ * client, on the simulated network, clock and random stream (sim/src/runtime-adapter.ts): it
+ * admits with long polls (holder = its name, holderSession = its session, a lease of 5 to 10
+ * s), renews, and completes or nacks as the runtime does. The workload's variety lives in the
+ * handler: normal work; slow work that outlives the lease (the runtime's renewals keep most of
+ * it alive; some handlers ignore their signal, some have their renews blocked by a partition
+ * so the lease is lost anyway); failures (throw: nack with retry) and permanent failures
+ * (PermanentError: nack without retry); crashes (the session and its runtime instance freeze
+ * without a drain, so its leases expire). After a complete it settles or voids the admission's
+ * reservations through the same client. Now and then it takes a delivery by raw recv (the
+ * bypass: no resources) and finishes it by hand with the runtime client.
+ *
+ * What clients were told goes to the TaskLedger from the client seam (tokens, sent and heard
+ * times, replies) and from the worker's events (lease_lost for the runtime check, completed
+ * for the settle).
  */
 export class TaskWorker extends Agent {
   private counter = 0;
@@ -32,106 +82,268 @@ export class TaskWorker extends Agent {
     name: string,
     sim: SimContext,
     private readonly tasks: TaskWorkload,
-    /** How often a job overruns its lease. */
-    private readonly slowness: number,
+    private readonly options: TaskWorkerOptions,
   ) {
     super(name, sim);
   }
 
   protected async run(current: Current): Promise<void> {
-    while (this.sim.phase === 'safety') {
-      const claim = await this.take(current);
-      if (claim) await this.work(current, claim);
-      await this.sleep(current, this.rng.int(10, claim ? 300 : 800));
-    }
+    const leaseSeconds = this.rng.int(5, 10);
+    const workerLeaseSeconds = this.options.bugs?.renewTooLate ? leaseSeconds * 4 : leaseSeconds;
+    const s: Session = {
+      current,
+      client: createSimClient({
+        name: this.name,
+        network: this.sim.network,
+        scheduler: this.sim.scheduler,
+        rng: this.rng.fork(`runtime-${this.session}`),
+        auth: this.sim.auth,
+        alive: current,
+        onServerError: (reply, what) => this.sim.ledger.violation(`${this.name}: ${what} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`),
+      }),
+      clock: simClock(this.sim.scheduler, this.name, current),
+      leaseSeconds,
+      workerLeaseSeconds,
+      liveTokens: new Map(),
+      lostAnswer: new Map(),
+      claimed: new Map(),
+      completedToken: new Map(),
+      renewBlocked: new Set(),
+    };
+    const worker = createWorker({
+      client: this.seam(s),
+      mailboxId: this.rng.pick(this.tasks.world.mailboxIds),
+      scopeId: this.tasks.scopeId,
+      holder: this.name,
+      concurrency: this.options.concurrency,
+      leaseSeconds: workerLeaseSeconds,
+      waitMs: this.rng.int(200, maxWaitMs),
+      handler: ({ delivery, signal }) => this.handle(s, delivery.messageId, signal),
+      clock: s.clock,
+      random: simRandom(this.rng),
+      onEvent: (event) => this.onEvent(s, event),
+      admitBackoff: { baseMs: 200, maxMs: 4_000 },
+    });
+    worker.start();
+    void this.rawLoop(s);
+    while (this.sim.phase === 'safety') await this.sleep(current, 1_000);
+    // Faults are off: let the handlers finish, hand back what does not in time.
+    await worker.stop({ deadlineMs: drainDeadlineMs });
   }
 
   private key(kind: string): string {
     return `${this.name}.${this.session}.${kind}${this.counter++}`;
   }
 
-  private async take(current: Current): Promise<Claim | undefined> {
-    const mailboxId = this.rng.pick(this.tasks.world.mailboxIds);
-    const leaseSeconds = this.rng.int(5, 10);
-    const raw = this.rng.chance(0.1);
-    const body: Record<string, unknown> = { scopeId: this.tasks.scopeId, holder: this.name, holderSession: this.sessionName, leaseSeconds };
-    if (this.rng.chance(0.5)) body.waitMs = this.rng.int(200, maxWaitMs);
-    const reply = raw
-      ? await this.call(current, 'POST', `/mailboxes/${mailboxId}/recv`, { body, idempotencyKey: this.key('r') })
-      : await this.call(current, 'POST', '/tasks/admit', { body: { ...body, mailboxId }, idempotencyKey: this.key('a') });
-    if (reply.statusCode === 204) return undefined;
-    if (!this.expect(reply, 200, raw ? 'recv' : 'admit')) return undefined;
-    const { messageId, token, attempt } = reply.body as { messageId: string; token: string; attempt: number };
-    const leaseExpiresAtMs = Date.parse(reply.body.leaseExpiresAt);
-    const claimed = raw ? null : (reply.body.claimed as ClaimedView);
-    this.tasks.ledger.delivered({ messageId, token, session: this.sessionName, attempt, leaseExpiresAtMs, claimed }, leaseExpiresAtMs - leaseSeconds * 1_000);
-    return { messageId, token, leaseSeconds, claimed };
-  }
+  // --- the handler ---------------------------------------------------------------------------
 
-  private async work(current: Current, claim: Claim): Promise<void> {
-    await this.crashPoint(current);
-    const leaseMs = claim.leaseSeconds * 1_000;
-    const roll = this.rng.float();
-    if (roll < this.slowness) {
-      await this.sleep(current, leaseMs + this.rng.int(100, 3_000));
-    } else if (roll < this.slowness + 0.2) {
-      for (let i = 0, n = this.rng.int(1, maxRenewals); i < n; i++) {
-        await this.sleep(current, this.rng.int(leaseMs / 4, leaseMs / 2));
-        if (!(await this.finish(current, claim, 'renew', { token: claim.token, leaseSeconds: claim.leaseSeconds }))) return;
-      }
+  private async handle(s: Session, messageId: string, signal: AbortSignal): Promise<unknown> {
+    await this.crashPoint(s.current);
+    const leaseMs = s.leaseSeconds * 1_000;
+    if (this.rng.float() < this.options.slowness) {
+      // Outlives the lease: the runtime renews it. A partition may block the renews, and a
+      // stubborn handler ignores its signal and returns anyway (the worker must send nothing).
+      if (this.rng.chance(0.3)) s.renewBlocked.add(messageId);
+      const stubborn = this.rng.chance(0.3);
+      await this.work(s, leaseMs + this.rng.int(100, 3_000), stubborn ? undefined : signal);
     } else {
-      await this.sleep(current, this.rng.int(20, 2_000));
+      await this.work(s, this.rng.int(20, 2_000), signal);
     }
-    await this.crashPoint(current);
+    await this.crashPoint(s.current);
     const outcome = this.rng.float();
-    if (outcome < 0.7) {
-      if (await this.finish(current, claim, 'complete', { token: claim.token, result: { payload: { by: this.name } } })) await this.settle(current, claim);
-    } else {
-      await this.finish(current, claim, 'nack', { token: claim.token, retry: outcome < 0.9 });
+    if (outcome < 0.7) return { by: this.name };
+    if (outcome < 0.9) throw new Error(`${this.name}: the job failed, worth a retry`);
+    throw new PermanentError(`${this.name}: the job cannot succeed`);
+  }
+
+  /** Simulated work; with a signal it stops when the lease is lost (and throws its reason). */
+  private async work(s: Session, ms: number, signal: AbortSignal | undefined): Promise<void> {
+    await s.clock.sleep(ms, signal);
+    if (!s.current()) await new Promise<never>(() => undefined);
+  }
+
+  private onEvent(s: Session, event: WorkerEvent): void {
+    const now = this.sim.scheduler.now();
+    if (event.type === 'lease_lost') {
+      this.sim.trace.add(now, `${this.name} runtime lease_lost ${event.messageId.slice(0, 8)} ${event.cause}`);
+      // LEASE_LOST: the token whose call just heard it; EXPIRED: the oldest claim still held (it runs out first).
+      const token = event.cause === 'LEASE_LOST' ? s.lostAnswer.get(event.messageId) : s.liveTokens.get(event.messageId)?.[0];
+      s.lostAnswer.delete(event.messageId);
+      if (token === undefined) return;
+      this.release(s, event.messageId, token);
+      this.tasks.ledger.runtimeLeaseLost(token, event.cause, now);
+      // The planted runtime bug: the stale token is used all the same.
+      if (this.options.bugs?.completeAfterLeaseLost) void this.seamComplete(s, event.messageId, { token }).catch(() => undefined);
+    } else if (event.type === 'completed') {
+      const token = s.completedToken.get(event.messageId);
+      const claimed = token === undefined ? undefined : s.claimed.get(token);
+      s.completedToken.delete(event.messageId);
+      if (token !== undefined) s.claimed.delete(token);
+      if (claimed) void this.settle(s, claimed);
+    } else if (event.type === 'failed') {
+      if (event.retry) this.tasks.ledger.stats.nackedRetry++;
+      else this.tasks.ledger.stats.nackedNoRetry++;
     }
   }
 
-  /** A renew, complete or nack: true when it answered 200. */
-  private async finish(current: Current, claim: Claim, what: 'renew' | 'complete' | 'nack', body: unknown): Promise<boolean> {
+  // --- the client seam: what the runtime sends, recorded in the ledger ----------------------
+
+  /** The WorkerApi the runtime worker is given: the runtime client, with the ledger's bookkeeping around admit, renew, complete and nack. */
+  private seam(s: Session): WorkerApi {
+    const { client } = s;
+    const tooLate = this.options.bugs?.renewTooLate === true;
+    return {
+      ...client,
+      admit: async (body, o) => {
+        // The runtime names its holderSession and claim keys by a random UUID: the simulator's
+        // session name keeps them deterministic (the claim key's sequence part is kept).
+        const claimKey = o?.idempotencyKey;
+        const idempotencyKey = claimKey === undefined ? undefined : `${this.sessionName}${claimKey.slice(claimKey.indexOf(':claim-'))}`;
+        const admitted = await client.admit({ ...body, holderSession: this.sessionName, leaseSeconds: s.leaseSeconds }, { ...o, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
+        if (!admitted) return null;
+        this.delivered(s, admitted, admitted.claimed as ClaimedView);
+        return tooLate ? { ...admitted, leaseExpiresAt: this.believedExpiry(s) } : admitted;
+      },
+      renew: async (messageId, body, o) => {
+        if (s.renewBlocked.has(messageId)) {
+          // A partition between this worker and the server for this delivery: the renew times out.
+          await s.clock.sleep(requestTimeoutMs, o?.signal);
+          throw new BatonApiError({ code: 'NETWORK', status: 0, message: 'no reply: renew blocked by a simulated partition', requestId: null });
+        }
+        const reply = await this.tracked(s, 'renew', messageId, body.token, () => client.renew(messageId, { ...body, leaseSeconds: s.leaseSeconds }, o));
+        return tooLate ? { ...reply, leaseExpiresAt: this.believedExpiry(s) } : reply;
+      },
+      complete: (messageId, body, o) => this.seamComplete(s, messageId, body, o),
+      nack: (messageId, body, o) => {
+        this.tasks.ledger.runtimeSends(body.token, 'nack', this.sim.scheduler.now());
+        return this.tracked(s, 'nack', messageId, body.token, () => client.nack(messageId, body, o));
+      },
+    };
+  }
+
+  private seamComplete(s: Session, messageId: string, body: Parameters<WorkerApi['complete']>[1], o?: CallOptions): ReturnType<WorkerApi['complete']> {
+    this.tasks.ledger.runtimeSends(body.token, 'complete', this.sim.scheduler.now());
+    return this.tracked(s, 'complete', messageId, body.token, () => s.client.complete(messageId, body, o));
+  }
+
+  /** The lease the renewTooLate runtime thinks it has: four times the granted one, from now. */
+  private believedExpiry(s: Session): string {
+    return new Date(this.sim.scheduler.now() + s.workerLeaseSeconds * 1_000).toISOString();
+  }
+
+  /** `claimed` null: a raw recv, finished by hand (the runtime worker never holds it). */
+  private delivered(s: Session, d: { messageId: string; token: string; attempt: number; leaseExpiresAt: string }, claimed: ClaimedView | null): void {
+    const leaseExpiresAtMs = Date.parse(d.leaseExpiresAt);
+    this.tasks.ledger.delivered({ messageId: d.messageId, token: d.token, session: this.sessionName, attempt: d.attempt, leaseExpiresAtMs, claimed }, leaseExpiresAtMs - s.leaseSeconds * 1_000);
+    if (claimed === null) return;
+    const live = s.liveTokens.get(d.messageId) ?? [];
+    if (!live.includes(d.token)) live.push(d.token);
+    s.liveTokens.set(d.messageId, live);
+    s.claimed.set(d.token, claimed);
+  }
+
+  /** The runtime is done with `token`: it no longer counts as held. */
+  private release(s: Session, messageId: string, token: string): void {
+    const live = (s.liveTokens.get(messageId) ?? []).filter((t) => t !== token);
+    if (live.length > 0) s.liveTokens.set(messageId, live);
+    else s.liveTokens.delete(messageId);
+    if (s.completedToken.get(messageId) !== token) s.claimed.delete(token);
+  }
+
+  /** A renew, complete or nack through the runtime client: 200 is recorded as accepted (renewed), LEASE_LOST as heard. */
+  private async tracked<T>(s: Session, what: 'renew' | 'complete' | 'nack', messageId: string, token: string, send: () => Promise<T>): Promise<T> {
     const sentAtMs = this.sim.scheduler.now();
-    const reply = await this.call(current, 'POST', `/messages/${claim.messageId}/${what}`, { body, idempotencyKey: this.key(what[0]!) });
-    const heardAtMs = this.sim.scheduler.now();
-    if (reply.statusCode === 409 && reply.body.error.code === 'LEASE_LOST') {
-      this.tasks.ledger.leaseLost(claim.token, heardAtMs);
-      return false;
+    try {
+      const reply = await send();
+      if (!s.current()) await new Promise<never>(() => undefined);
+      const heardAtMs = this.sim.scheduler.now();
+      if (what === 'renew') this.tasks.ledger.renewed(token, Date.parse((reply as { leaseExpiresAt: string }).leaseExpiresAt));
+      this.tasks.ledger.accepted(token, what, sentAtMs, heardAtMs);
+      if (what === 'complete') s.completedToken.set(messageId, token);
+      if (what !== 'renew') this.release(s, messageId, token);
+      return reply;
+    } catch (error) {
+      if (error instanceof BatonApiError && error.code === 'LEASE_LOST') {
+        this.tasks.ledger.leaseLost(token, this.sim.scheduler.now());
+        s.lostAnswer.set(messageId, token);
+        throw error;
+      }
+      // A complete or nack that got no answer: the worker sends nothing more for it either way.
+      if (what !== 'renew') this.release(s, messageId, token);
+      if (error instanceof BatonApiError && !transient(error)) this.sim.ledger.violation(`${this.name}: ${what} answered ${error.status} ${error.code}: ${error.message}`);
+      throw error;
     }
-    if (!this.expect(reply, 200, what)) return false;
-    if (what === 'renew') this.tasks.ledger.renewed(claim.token, Date.parse(reply.body.leaseExpiresAt));
-    this.tasks.ledger.accepted(claim.token, what, sentAtMs, heardAtMs);
-    return true;
   }
 
-  /** After a complete: each admission reservation settled in full, in part then voided, or voided. */
-  private async settle(current: Current, claim: Claim): Promise<void> {
-    for (const b of claim.claimed?.budgets ?? []) {
-      await this.crashPoint(current);
+  // --- after a complete ----------------------------------------------------------------------
+
+  /** Each admission reservation settled in full, in part then voided, or voided. */
+  private async settle(s: Session, claimed: ClaimedView): Promise<void> {
+    for (const b of claimed.budgets) {
+      await this.crashPoint(s.current);
       const budgetId = this.tasks.budgetIdOf(b.name);
       const amountMinor = BigInt(b.amountMinor);
       const roll = this.rng.float();
       if (roll < 0.8) {
         const spentMinor = roll < 0.5 ? amountMinor : BigInt(this.rng.int(1, Number(amountMinor)));
-        const settled = await this.call(current, 'POST', `/budgets/${budgetId}/settle`, { body: { reservationId: b.reservationId, amountMinor: String(spentMinor), workKey: this.key('st') } });
-        if (!this.closing(settled, 'settle') || settled.body.reservation?.state !== 'ACTIVE') continue;
+        const settled = await this.closing(s, 'settle', () => s.client.settle(budgetId, { reservationId: b.reservationId, amountMinor: String(spentMinor), workKey: this.key('st') }));
+        if (settled?.reservation.state !== 'ACTIVE') continue;
       }
-      const voided = await this.call(current, 'POST', `/budgets/${budgetId}/void`, { body: { reservationId: b.reservationId, workKey: this.key('vd') } });
-      this.closing(voided, 'void');
+      await this.closing(s, 'void', () => s.client.voidReservation(budgetId, { reservationId: b.reservationId, workKey: this.key('vd') }));
     }
   }
 
-  /** 200, or 409 when the reaper closed the reservation first: a live worker may be that slow under faults. */
-  private closing(reply: HttpReply, what: string): boolean {
-    if (reply.statusCode === 409) return false;
-    return this.expect(reply, 200, what);
+  /**
+   * The reply, or null for 409 (the reaper closed the reservation first: a live worker may be
+   * that slow under faults) and for a call the network defeated (the reaper voids it later).
+   */
+  private async closing<T>(s: Session, what: string, send: () => Promise<T>): Promise<T | null> {
+    try {
+      const reply = await send();
+      if (!s.current()) await new Promise<never>(() => undefined);
+      return reply;
+    } catch (error) {
+      if (!(error instanceof BatonApiError) || (error.status !== 409 && !transient(error))) this.sim.ledger.violation(`${this.name}: ${what} failed: ${String(error)}`);
+      return null;
+    }
   }
 
-  private expect(reply: HttpReply, status: number, what: string): boolean {
-    if (reply.statusCode === status) return true;
-    this.sim.ledger.violation(`${this.name}: ${what} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
-    return false;
+  // --- the raw recv bypass -------------------------------------------------------------------
+
+  /** Now and then a raw recv on the task mailbox (no resources), finished by hand with the runtime client. */
+  private async rawLoop(s: Session): Promise<void> {
+    while (this.sim.phase === 'safety') {
+      await this.sleep(s.current, this.rng.int(2_000, 10_000));
+      if (this.sim.phase !== 'safety') return;
+      const mailboxId = this.rng.pick(this.tasks.world.mailboxIds);
+      const body = { scopeId: this.tasks.scopeId, holder: this.name, holderSession: this.sessionName, leaseSeconds: s.leaseSeconds, ...(this.rng.chance(0.5) ? { waitMs: this.rng.int(200, maxWaitMs) } : {}) };
+      let d: Awaited<ReturnType<BatonClient['recv']>>;
+      try {
+        d = await s.client.recv(mailboxId, body, { idempotencyKey: this.key('r') });
+      } catch (error) {
+        if (!(error instanceof BatonApiError && transient(error))) this.sim.ledger.violation(`${this.name}: recv failed: ${String(error)}`);
+        continue;
+      }
+      if (!s.current()) return;
+      if (!d) continue;
+      this.delivered(s, d, null);
+      await this.crashPoint(s.current);
+      const leaseMs = s.leaseSeconds * 1_000;
+      // No renewals here: a slow job overruns the lease and its complete must answer LEASE_LOST.
+      await this.sleep(s.current, this.rng.chance(this.options.slowness) ? leaseMs + this.rng.int(100, 3_000) : this.rng.int(20, 2_000));
+      await this.crashPoint(s.current);
+      const outcome = this.rng.float();
+      try {
+        if (outcome < 0.7) await this.tracked(s, 'complete', d.messageId, d.token, () => s.client.complete(d.messageId, { token: d.token, result: { payload: { by: this.name } } }));
+        else await this.tracked(s, 'nack', d.messageId, d.token, () => s.client.nack(d.messageId, { token: d.token, retry: outcome < 0.9 }));
+      } catch {
+        // LEASE_LOST (recorded) or the network won: the lease runs out and the delivery comes back.
+      }
+    }
   }
+}
+
+/** What the client gives up on after its retries when faults persist: no answer from the service, not a wrong one. */
+function transient(error: BatonApiError): boolean {
+  return error.code === 'NETWORK' || error.code === 'IDEMPOTENCY_KEY_IN_FLIGHT';
 }

@@ -7,7 +7,7 @@ import type { Agent } from './agent';
 import { TaskCanceller } from './task-canceller';
 import { TaskReaper } from './task-reaper';
 import { TaskSubmitter } from './task-submitter';
-import { TaskWorker } from './task-worker';
+import { TaskWorker, type RuntimeBugs } from './task-worker';
 
 /** What a submit of one taskKey sends: drawn from the key alone, so every repeat of a key joins (same fingerprint). */
 export interface TaskSpec {
@@ -32,12 +32,13 @@ export class TaskWorkload {
     readonly world: TaskWorld,
     readonly scopeId: string,
     private readonly seed: string,
+    private readonly runtimeBugs: RuntimeBugs,
   ) {
     this.ledger = new TaskLedger((message) => sim.ledger.violation(message));
   }
 
   /** Made straight through the server, from its own random stream: set-up, not under test. */
-  static async setUp(server: ServerHost, sim: SimContext, seed: string): Promise<TaskWorkload> {
+  static async setUp(server: ServerHost, sim: SimContext, seed: string, runtimeBugs: RuntimeBugs = {}): Promise<TaskWorkload> {
     const rng = new SimRandom(`${seed}/tasks`);
     const { spaceId, key } = sim.auth();
     const make = async (path: string, body: Record<string, unknown>): Promise<any> => {
@@ -57,17 +58,21 @@ export class TaskWorkload {
       allowances: [{ id: allowance.id, name: allowance.name, unitsLimit: allowance.unitsLimit, windowSeconds: allowance.windowSeconds, createdAt: Date.parse(allowance.createdAt) }],
       budgets: [{ id: budget.id, name: budget.name, limitMinor: BigInt(budget.limitMinor) }],
     };
-    return new TaskWorkload(sim, spaceId, world, rng.uuid(), seed);
+    return new TaskWorkload(sim, spaceId, world, rng.uuid(), seed, runtimeBugs);
   }
 
-  /** One submitter, four workers (slow from 5% to 35% of jobs), a canceller and the budget owner's reaper, besides --agents. */
+  /**
+   * One submitter, four runtime workers (slow from 5% to 35% of jobs; the last runs two handlers
+   * at once), a canceller and the budget owner's reaper, besides --agents.
+   */
   agents(): Agent[] {
+    const bugs = this.runtimeBugs;
     return [
       new TaskSubmitter('tsubmit0', this.sim, this),
-      new TaskWorker('tworker0', this.sim, this, 0.05),
-      new TaskWorker('tworker1', this.sim, this, 0.1),
-      new TaskWorker('tworker2', this.sim, this, 0.2),
-      new TaskWorker('tworker3', this.sim, this, 0.35),
+      new TaskWorker('tworker0', this.sim, this, { slowness: 0.05, concurrency: 1, bugs }),
+      new TaskWorker('tworker1', this.sim, this, { slowness: 0.1, concurrency: 1, bugs }),
+      new TaskWorker('tworker2', this.sim, this, { slowness: 0.2, concurrency: 1, bugs }),
+      new TaskWorker('tworker3', this.sim, this, { slowness: 0.35, concurrency: 2, bugs }),
       new TaskCanceller('tcancel0', this.sim, this),
       new TaskReaper('treaper', this.sim, this),
     ];

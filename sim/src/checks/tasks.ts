@@ -40,6 +40,22 @@ interface ClaimRecord {
   completedHeardAtMs?: number;
   /** When a LEASE_LOST was first heard for this token. */
   leaseLostHeardAtMs?: number;
+  /** When the runtime worker holding this token reported it lost (event lease_lost). */
+  runtimeLostAtMs?: number;
+}
+
+/** What the runtime workers did, counted as it happens: shows a run exercised each path. */
+export interface TaskRuntimeStats {
+  admitted: number;
+  /** Deliveries received with attempt above 1 (a nack with retry or an expiry came first). */
+  redelivered: number;
+  completed: number;
+  nackedRetry: number;
+  nackedNoRetry: number;
+  /** LEASE_LOST answers heard by a renew, complete or nack. */
+  leaseLostAnswers: number;
+  /** The workers' lease_lost events, by cause. */
+  leaseLostEvents: { LEASE_LOST: number; EXPIRED: number };
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -69,7 +85,13 @@ export class TaskLedger {
     this.taskIds.push(taskId);
   }
 
-  delivered(claim: Omit<ClaimRecord, 'completedHeardAtMs' | 'leaseLostHeardAtMs'>, claimAtMs: number): void {
+  readonly stats: TaskRuntimeStats = { admitted: 0, redelivered: 0, completed: 0, nackedRetry: 0, nackedNoRetry: 0, leaseLostAnswers: 0, leaseLostEvents: { LEASE_LOST: 0, EXPIRED: 0 } };
+
+  delivered(claim: Omit<ClaimRecord, 'completedHeardAtMs' | 'leaseLostHeardAtMs' | 'runtimeLostAtMs'>, claimAtMs: number): void {
+    if (!this.claims.has(claim.token)) {
+      this.stats.admitted++;
+      if (claim.attempt > 1) this.stats.redelivered++;
+    }
     if (claim.attempt > maxAttempts) this.violation(`task delivery ${claim.messageId} delivered with attempt ${claim.attempt} > ${maxAttempts}`);
     const ackedAtMs = this.ackedHeardAtMs.get(claim.messageId);
     if (ackedAtMs !== undefined && ackedAtMs <= claimAtMs) this.violation(`task delivery ${claim.messageId} delivered again (attempt ${claim.attempt}, to ${claim.session}) after a complete of it answered 200`);
@@ -86,6 +108,7 @@ export class TaskLedger {
     const record = this.claims.get(token)!;
     if (sentAtMs >= record.leaseExpiresAtMs) this.violation(`task delivery ${record.messageId}: ${what} by ${record.session} sent at ${iso(sentAtMs)} answered 200 after its lease ran out at ${iso(record.leaseExpiresAtMs)}`);
     if (what !== 'complete') return;
+    if (record.completedHeardAtMs === undefined) this.stats.completed++;
     record.completedHeardAtMs ??= heardAtMs;
     if (!this.ackedHeardAtMs.has(record.messageId)) this.ackedHeardAtMs.set(record.messageId, heardAtMs);
   }
@@ -94,6 +117,24 @@ export class TaskLedger {
   leaseLost(token: string, heardAtMs: number): void {
     const record = this.claims.get(token)!;
     record.leaseLostHeardAtMs ??= heardAtMs;
+    this.stats.leaseLostAnswers++;
+  }
+
+  /** A runtime worker reported the lease of `token` lost (its lease_lost event): from then on it must send nothing with that token. */
+  runtimeLeaseLost(token: string, cause: 'LEASE_LOST' | 'EXPIRED', atMs: number): void {
+    this.stats.leaseLostEvents[cause]++;
+    const record = this.claims.get(token);
+    if (record) record.runtimeLostAtMs ??= atMs;
+  }
+
+  /**
+   * The runtime check: a runtime worker is about to send a complete or nack with `token`. Once
+   * it observed the lease lost it must not (the delivery may be someone else's by now).
+   */
+  runtimeSends(token: string, what: 'complete' | 'nack', atMs: number): void {
+    const record = this.claims.get(token);
+    if (record?.runtimeLostAtMs === undefined) return;
+    this.violation(`runtime: ${record.session} sent ${what} for task delivery ${record.messageId} (attempt ${record.attempt}) at ${iso(atMs)} with a token whose lease it reported lost at ${iso(record.runtimeLostAtMs)}`);
   }
 
   cancelAnswered(taskId: string): void {
