@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import { buildApp } from '../http/app';
 import { DrainController, type AppDeps } from '../http/deps';
 import { BackgroundWork } from './background';
+import { InFlightRequests } from './in-flight';
 import { bootstrapDev, type DevCredentials } from './bootstrap';
 import { cryptoRandom } from './crypto-random';
 
@@ -36,6 +37,9 @@ export interface BatonOptions {
   notifier?: Notifier;
 }
 
+/** How long a drain lets in-flight requests finish before it closes their connections. */
+const drainDeadlineMs = 35_000;
+
 /** Assembles one Baton server from its seams; used by main.ts, the tests and the benchmarks. */
 export async function createBaton(options: BatonOptions): Promise<Baton> {
   const random = options.random ?? cryptoRandom;
@@ -56,12 +60,19 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
   };
   const devCredentials = options.bootstrap ? await bootstrapDev(store, options.clock.now(), random) : undefined;
   const app = await buildApp(deps, options.logger ?? false);
+  const inFlight = new InFlightRequests();
+  inFlight.attach(app.server);
   let closing: Promise<void> | undefined;
   const drainAndClose = (): Promise<void> =>
     (closing ??= (async () => {
       drain.start();
       background.stop();
-      await app.close();
+      const closed = app.close();
+      // Long polls answer at once on drain, so in-flight requests end within a request's time;
+      // then no connection left carries a request, and waiting on them would wait on clients.
+      await inFlight.idle(drainDeadlineMs);
+      app.server.closeAllConnections();
+      await closed;
     })());
   return { app, deps, background, devCredentials, drainAndClose };
 }
