@@ -1,48 +1,21 @@
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { SystemClock, type Store } from '@baton/core';
+import { SystemClock } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// Tests may start a server; the runtime's own source never imports it.
-import { createBaton, openStore, type Baton } from '../../server/src/index';
+import { startLiveServer, type LiveServer } from './testing/live-server';
 import { createClient, type BatonClient, type ClientOptions } from './client';
 import { BatonApiError } from './errors';
 import { fetchTransport, type Transport, type TransportResponse } from './transport';
 
-const adminToken = 'runtime-e2e-admin';
-
-let store: Store;
-let baton: Baton;
-let baseUrl: string;
-let spaceId: string;
-let apiKey: string;
-
-async function admin(path: string, body: unknown): Promise<any> {
-  const response = await fetch(`${baseUrl}/admin/v1${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`admin ${path}: ${response.status} ${await response.text()}`);
-  return response.json();
-}
+let server: LiveServer;
 
 const clientWith = (options: Partial<ClientOptions> = {}): BatonClient =>
-  createClient({ baseUrl, apiKey, spaceId, timeoutMs: 5_000, retry: { baseDelayMs: 10, maxDelayMs: 50 }, ...options });
+  createClient({ baseUrl: server.baseUrl, apiKey: server.apiKey, spaceId: server.spaceId, timeoutMs: 5_000, retry: { baseDelayMs: 10, maxDelayMs: 50 }, ...options });
 
 beforeAll(async () => {
-  store = await openStore({ kind: 'pglite' });
-  baton = await createBaton({ store, clock: new SystemClock(), adminToken });
-  await baton.app.listen({ port: 0, host: '127.0.0.1' });
-  baseUrl = `http://127.0.0.1:${(baton.app.server.address() as AddressInfo).port}`;
-  const org = await admin('/orgs', { name: 'runtime-e2e', plan: 'TEAM' });
-  spaceId = (await admin(`/orgs/${org.id}/spaces`, { name: 'main' })).id;
-  apiKey = (await admin(`/orgs/${org.id}/keys`, { name: 'worker' })).secret;
+  server = await startLiveServer({ clock: new SystemClock(), plan: 'TEAM', name: 'runtime-e2e' });
 });
 
-afterAll(async () => {
-  await baton?.drainAndClose();
-  await store?.close();
-});
+afterAll(async () => server?.close());
 
 describe('client against a live server', () => {
   it('creates a budget, reserves and settles', async () => {
@@ -91,7 +64,7 @@ describe('client against a live server', () => {
     const invalid = await client.reserve(budget.id, { scopeId: 'not-a-uuid', holder: 'w', amountMinor: '1' }).catch((e: unknown) => e);
     expect(invalid).toMatchObject({ code: 'VALIDATION_FAILED', status: 400, details: [expect.objectContaining({ path: 'body.scopeId' })] });
 
-    const wrongKey = createClient({ baseUrl, apiKey: 'bk_unknown', spaceId });
+    const wrongKey = createClient({ baseUrl: server.baseUrl, apiKey: 'bk_unknown', spaceId: server.spaceId });
     await expect(wrongKey.getLimits()).rejects.toMatchObject({ code: 'UNAUTHENTICATED', status: 401 });
   });
 

@@ -1,9 +1,7 @@
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { ManualClock, type Store } from '@baton/core';
+import { ManualClock } from '@baton/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-// Tests may start a server; the runtime's own source never imports it.
-import { createBaton, openStore, type Baton } from '../../server/src/index';
+import { startLiveServer, type LiveServer } from './testing/live-server';
 import { createClient, type BatonClient, type ClientOptions } from './client';
 import { systemClock, type RuntimeClock } from './clock';
 import { fetchTransport, type Transport, type TransportRequest, type TransportResponse } from './transport';
@@ -18,27 +16,11 @@ import { createWorker, DeliveryAbortedError, PermanentError, type Worker, type W
  * leases expire only on an advance.
  */
 
-const adminToken = 'worker-e2e-admin';
-
-let store: Store;
-let baton: Baton;
+let server: LiveServer;
 let serverClock: ManualClock;
-let baseUrl: string;
-let spaceId: string;
-let apiKey: string;
-
-async function admin(path: string, body: unknown): Promise<any> {
-  const response = await fetch(`${baseUrl}/admin/v1${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`admin ${path}: ${response.status} ${await response.text()}`);
-  return response.json();
-}
 
 /** Moves the server's clock (and so every worker's) and runs the work that fell due: the lease sweep. */
-const advance = (ms: number): Promise<unknown> => admin('/clock/advance', { ms });
+const advance = (ms: number): Promise<unknown> => server.admin('/clock/advance', { ms });
 
 /** The server's ManualClock as a RuntimeClock: sleeps end when an advance passes them. */
 function workerClock(clock: ManualClock): RuntimeClock {
@@ -63,32 +45,16 @@ function workerClock(clock: ManualClock): RuntimeClock {
 }
 
 const clientWith = (options: Partial<ClientOptions> = {}): BatonClient =>
-  createClient({ baseUrl, apiKey, spaceId, timeoutMs: 5_000, retry: { baseDelayMs: 10, maxDelayMs: 50 }, ...options });
+  createClient({ baseUrl: server.baseUrl, apiKey: server.apiKey, spaceId: server.spaceId, timeoutMs: 5_000, retry: { baseDelayMs: 10, maxDelayMs: 50 }, ...options });
 
 beforeAll(async () => {
-  store = await openStore({ kind: 'pglite' });
   serverClock = new ManualClock(Date.now());
-  baton = await createBaton({ store, clock: serverClock, adminToken });
-  await baton.app.listen({ port: 0, host: '127.0.0.1' });
-  baseUrl = `http://127.0.0.1:${(baton.app.server.address() as AddressInfo).port}`;
   // SCALE: its requests-per-minute limit is far above what this file sends (the window never
   // rolls over on a clock that moves only a few seconds).
-  const org = await admin('/orgs', { name: 'worker-e2e', plan: 'SCALE' });
-  spaceId = (await admin(`/orgs/${org.id}/spaces`, { name: 'main' })).id;
-  apiKey = (await admin(`/orgs/${org.id}/keys`, { name: 'worker' })).secret;
+  server = await startLiveServer({ clock: serverClock, plan: 'SCALE', name: 'worker-e2e' });
 });
 
-afterAll(async () => {
-  if (baton) {
-    const closing = baton.drainAndClose();
-    // This process's fetch can hold a socket it connected but never sent a request on (opened for
-    // a call that was then aborted); server.close() would wait for the server's 60 s headers
-    // timeout on it. No call of this file is in flight any more: end every connection now.
-    baton.app.server.closeAllConnections();
-    await closing;
-  }
-  await store?.close();
-});
+afterAll(async () => server?.close());
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
