@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { allowances, defaultSpaceLimits, SeededRandom, type Allowance, type AllowanceWaiter, type Store } from '@baton/core';
-import { storeTargets } from './support/databases';
+import { insertTenant, storeTargets } from './support/databases';
 
 /**
  * Allowances through the repository interfaces on every store, and the grant sweep's promise:
@@ -22,8 +22,7 @@ describe.each(storeTargets())('allowance store conformance on $name', (target) =
     spaceId = randomUUID();
     const orgId = randomUUID();
     await store.transaction(async (tx) => {
-      await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: T0, updatedAt: T0 });
-      await tx.spaces.insert({ id: spaceId, orgId, name: 's', limits: null, createdAt: T0, updatedAt: T0 });
+      await insertTenant(tx, orgId, spaceId, T0);
     });
   });
   afterEach(async () => closeStore());

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Mailbox, Store, Task } from '@baton/core';
-import { storeTargets } from './support/databases';
+import { insertTenant, storeTargets } from './support/databases';
 
 /** Tasks and subscribers through the repository interfaces on every store. */
 const T0 = 1_700_000_000_000;
@@ -20,8 +20,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
     const orgId = randomUUID();
     box = { id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
     await store.transaction(async (tx) => {
-      await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: T0, updatedAt: T0 });
-      await tx.spaces.insert({ id: spaceId, orgId, name: 's', limits: null, createdAt: T0, updatedAt: T0 });
+      await insertTenant(tx, orgId, spaceId, T0);
       await tx.mailboxes.insert(box);
     });
   });

@@ -1,5 +1,5 @@
 import { inject } from 'vitest';
-import { MemoryStore, type Store } from '@baton/core';
+import { MemoryStore, type Store, type Tx } from '@baton/core';
 import { openStore } from '../../server/src/store/open-store';
 import { migrate } from '../../server/src/store/sql/migrate';
 import { PgliteDriver } from '../../server/src/store/sql/pglite-driver';
@@ -103,4 +103,10 @@ async function dumpMigratedPglite(): Promise<Blob> {
   } finally {
     await driver.close();
   }
+}
+
+/** An organization (TEAM plan) and one space of it: the tenant a store conformance test writes into. */
+export async function insertTenant(tx: Tx, orgId: string, spaceId: string, atMs: number): Promise<void> {
+  await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: atMs, updatedAt: atMs });
+  await tx.spaces.insert({ id: spaceId, orgId, name: 's', limits: null, createdAt: atMs, updatedAt: atMs });
 }
