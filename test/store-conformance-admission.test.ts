@@ -37,7 +37,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
       if (taskId !== null) {
         const task: Task = {
           id: taskId, spaceId, taskKey: `k-${taskId}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId, state: 'PENDING', input: null,
-          requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, createdAt: T0, updatedAt: T0,
+          requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, groupId: null, createdAt: T0, updatedAt: T0,
         };
         expect(await tx.tasks.insert(task)).toBe(true);
       }
@@ -49,7 +49,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
       return { taskId, messageId: inserted.id };
     });
   const request = (afterSeq = 0): CandidateRequest => ({
-    spaceId, mailboxId: box.id, scopeId, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, afterSeq,
+    spaceId, mailboxId: box.id, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, afterSeq,
   });
 
   it('claimCandidate claims a delivery without requirements in one step, and only locks one with requirements', async () => {

@@ -34,7 +34,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0, ...over,
   });
   const claimOf = (mailboxId: string, scopeId: string, over: Partial<ClaimRequest> = {}): ClaimRequest => ({
-    spaceId, mailboxId, scopeId, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, ...over,
+    spaceId, mailboxId, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, ...over,
   });
   const seed = async (count: number, scopeId: string): Promise<{ box: Mailbox; ids: string[] }> => {
     const box = mailbox();
@@ -116,7 +116,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const { box } = await seed(6, scope);
     const random = new SeededRandom(3);
     const ctx = (tx: Tx) => ({ tx, spaceId, nowMs: T0, random, limits: defaultSpaceLimits });
-    for (let i = 0; i < 6; i++) await store.transaction((tx) => messages.claimNext(ctx(tx), { mailboxId: box.id, scopeId: scope, holder: 'h', holderSession: 's', leaseSeconds: 5 }));
+    for (let i = 0; i < 6; i++) await store.transaction((tx) => messages.claimNext(ctx(tx), { mailboxId: box.id, scopeIds: [scope], holder: 'h', holderSession: 's', leaseSeconds: 5 }));
     const counts = await Promise.all(Array.from({ length: 4 }, () => store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 2, new SeededRandom(7)))));
     const more = await store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 100, new SeededRandom(7)));
     expect(counts.reduce((a, b) => a + b, 0) + more).toBe(6);

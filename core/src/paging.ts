@@ -14,3 +14,22 @@ export function decodeNameCursor(cursor: string): string {
   }
   return name;
 }
+
+/** Position in a list ordered by (createdAt, id): barriers and task groups. */
+export interface CreatedPosition {
+  createdAt: number;
+  id: string;
+}
+
+/** Cursors of lists ordered by (createdAt, id): the last item's position, base64url. */
+export const encodePositionCursor = (p: CreatedPosition): string => Buffer.from(`${p.createdAt}:${p.id}`, 'utf8').toString('base64url');
+const positionPattern = /^(\d{1,16}):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+export function decodePositionCursor(cursor: string): CreatedPosition {
+  const match = positionPattern.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  const position = match ? { createdAt: Number(match[1]), id: match[2]! } : undefined;
+  if (!position || encodePositionCursor(position) !== cursor) {
+    throw new BatonError('VALIDATION_FAILED', 'cursor: not a cursor this list returned', [{ path: 'cursor', message: 'not a cursor this list returned' }]);
+  }
+  return position;
+}

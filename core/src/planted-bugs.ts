@@ -20,7 +20,19 @@ export const plantableBugs = [
   'message-claims-leased',
   /** the end of an admitted claim by nack, lease expiry or cancel forgets to give its pool units back (admission). */
   'admission-keeps-pool-units',
+  /** a task group evaluates its rule again after it has decided, so a later verdict or member end decides it a second time (task groups). */
+  'group-decides-twice',
+] as const;
+
+/**
+ * Bugs only transactions running side by side can show: the simulator's store runs them one at
+ * a time, so tests on PostgreSQL plant these (test/group-races.pg.test.ts).
+ */
+export const concurrencyBugs = [
+  /** a task group is read without its row lock, so racing transactions each decide it. */
+  'group-skips-lock',
 ] as const;
 export type PlantedBug = (typeof plantableBugs)[number];
+export type ConcurrencyBug = (typeof concurrencyBugs)[number];
 
-export const plantedBugs = new Set<PlantedBug>();
+export const plantedBugs = new Set<PlantedBug | ConcurrencyBug>();

@@ -128,6 +128,49 @@ describe('requests', () => {
   });
 });
 
+describe('task groups', () => {
+  const groupId = '55555555-5555-4555-8555-555555555555';
+  const taskId = '66666666-6666-4666-8666-666666666666';
+  const base = `http://baton.test/v1/spaces/${spaceId}/task-groups`;
+
+  it('sends each group route with its method, path, body and an Idempotency-Key per logical call', async () => {
+    const { client, requests } = setup(Array.from({ length: 8 }, () => json(200, {})));
+    await client.createGroup({ mailboxId, condition: 'N_ACCEPTED', threshold: 2, expectedMembers: 3 }, { idempotencyKey: 'group-1' });
+    await client.createMemberTask(groupId, { taskKey: 'g:a', input: { n: 1 } });
+    await client.joinGroup(groupId, { taskId });
+    await client.acceptMember(groupId, taskId);
+    await client.rejectMember(groupId, taskId);
+    await client.closeGroup(groupId);
+    await client.sealGroup(groupId);
+    await client.listGroups({ state: ['OPEN', 'SEALED'], limit: 5 });
+    expect(requests.map((r) => [r.method, r.url, r.body, r.headers['idempotency-key']])).toEqual([
+      ['POST', base, JSON.stringify({ mailboxId, condition: 'N_ACCEPTED', threshold: 2, expectedMembers: 3 }), 'group-1'],
+      ['POST', `${base}/${groupId}/tasks`, '{"taskKey":"g:a","input":{"n":1}}', 'key-1'],
+      ['POST', `${base}/${groupId}/join-task`, JSON.stringify({ taskId }), 'key-2'],
+      ['POST', `${base}/${groupId}/tasks/${taskId}/accept`, '{}', 'key-3'],
+      ['POST', `${base}/${groupId}/tasks/${taskId}/reject`, '{}', 'key-4'],
+      ['POST', `${base}/${groupId}/close`, '{}', 'key-5'],
+      ['POST', `${base}/${groupId}/seal`, '{}', 'key-6'],
+      ['GET', `${base}?limit=5&state=OPEN%2CSEALED`, undefined, undefined],
+    ]);
+  });
+
+  it('long-polls a group: waitMs in the query, the attempt timeout grown by it', async () => {
+    const { client, requests, clock } = setup([json(200, { id: groupId }), 'hang'], { retry: { maxAttempts: 1 } });
+    expect(await client.getGroup(groupId)).toEqual({ id: groupId });
+    await failure(client.getGroup(groupId, 25_000));
+    expect(requests.map((r) => r.url)).toEqual([`${base}/${groupId}`, `${base}/${groupId}?waitMs=25000`]);
+    expect(clock.slept).toEqual([26_000]);
+  });
+
+  it('retries a member create after a lost reply with the same key, and surfaces a verdict conflict unretried', async () => {
+    const { client, requests } = setup([new TypeError('socket hang up'), json(201, { taskId, state: 'PENDING', created: true }), envelope(409, 'CONFLICT')]);
+    expect(await client.createMemberTask(groupId, { taskKey: 'g:a' })).toEqual({ taskId, state: 'PENDING', created: true });
+    expect(await failure(client.acceptMember(groupId, taskId))).toMatchObject({ code: 'CONFLICT', status: 409 });
+    expect(requests.map((r) => r.headers['idempotency-key'])).toEqual(['key-1', 'key-1', 'key-2']);
+  });
+});
+
 describe('errors', () => {
   it('parses the envelope: code, status, message, requestId, details', async () => {
     const details = [{ path: 'body.amountMinor', message: 'must be a string of digits (minor units)' }];

@@ -1,5 +1,5 @@
 import type { schemas } from '@baton/core';
-import type { Admitted, CallOptions, In, Out, WorkerApi } from './contract';
+import type { Admitted, CallOptions, GroupView, In, Out, TaskGroupApi, WorkerApi } from './contract';
 import { BatonApiError, errorFromReply, isRetryable, networkError, timeoutError } from './errors';
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry';
@@ -59,6 +59,7 @@ export interface StateListQuery<State extends string> extends ListQuery {
 export type BarrierState = Out<S['barrierView']>['state'];
 export type MessageState = Out<S['messageView']>['state'];
 export type TaskState = Out<S['taskView']>['state'];
+export type GroupState = GroupView['state'];
 export interface TaskListQuery extends StateListQuery<TaskState> {
   scopeId?: string;
 }
@@ -72,8 +73,8 @@ export interface GetBarrierOptions extends CallOptions {
   epoch?: number;
 }
 
-/** The whole API of a space. Extends WorkerApi, so the compiler checks the seam worker.ts relies on. */
-export interface BatonClient extends WorkerApi {
+/** The whole API of a space. Extends WorkerApi and TaskGroupApi, so the compiler checks the seams worker.ts and groups.ts rely on. */
+export interface BatonClient extends WorkerApi, TaskGroupApi {
   readonly spaceId: string;
 
   // Budgets
@@ -174,6 +175,26 @@ export interface BatonClient extends WorkerApi {
   admit(body: In<S['admitBody']>, options?: CallOptions): Promise<Admitted | null>;
   /** GET /ops/tasks/{taskId}: the debugger view (usage_read). */
   getTaskDebug(taskId: string, options?: CallOptions): Promise<Out<S['taskDebugView']>>;
+
+  // Task groups
+  /** GET /task-groups?state=: oldest first, each with its members. */
+  listGroups(query?: StateListQuery<GroupState>, options?: CallOptions): Promise<Out<S['groupPage']>>;
+  /** POST /task-groups: every create makes a new group; the Idempotency-Key makes a retry (or a rerun, when you pass one) safe. */
+  createGroup(body: In<S['groupCreateBody']>, options?: CallOptions): Promise<Out<S['groupCreatedReply']>>;
+  /** GET /task-groups/{id}?waitMs=: a long poll until the group is DECIDED (the server caps the wait at 30,000 ms). */
+  getGroup(groupId: string, waitMs?: number, options?: CallOptions): Promise<GroupView>;
+  /** POST /task-groups/{id}/tasks: create-or-join a member task by taskKey (`created: false` for a member already). */
+  createMemberTask(groupId: string, body: In<S['memberTaskBody']>, options?: CallOptions): Promise<Out<S['memberTaskReply']>>;
+  /** POST /task-groups/{id}/join-task: joins an outside task that is in no group; answers the group. */
+  joinGroup(groupId: string, body: In<S['joinTaskBody']>, options?: CallOptions): Promise<GroupView>;
+  /** POST /task-groups/{id}/tasks/{taskId}/accept: needs the member SUCCEEDED; idempotent; a verdict is final. */
+  acceptMember(groupId: string, taskId: string, options?: CallOptions): Promise<Out<S['verdictReply']>>;
+  /** POST /task-groups/{id}/tasks/{taskId}/reject: needs the member terminal; idempotent; a verdict is final. */
+  rejectMember(groupId: string, taskId: string, options?: CallOptions): Promise<Out<S['verdictReply']>>;
+  /** POST /task-groups/{id}/close: closes membership and decides if it can; idempotent. */
+  closeGroup(groupId: string, options?: CallOptions): Promise<GroupView>;
+  /** POST /task-groups/{id}/seal: close under its former name, but 409 CONFLICT on a group that is not OPEN. */
+  sealGroup(groupId: string, options?: CallOptions): Promise<GroupView>;
 
   // Space limits and the journal
   /** GET /limits (usage_read) */
@@ -357,6 +378,16 @@ export function createClient(options: ClientOptions): BatonClient {
     admit: (body, o) => call({ method: 'POST', path: '/tasks/admit', body, ...waitOf(body), emptyIsNull: true }, o),
     getTaskDebug: (taskId, o) => get(`/ops/tasks/${id(taskId)}`, undefined, o),
 
+    listGroups: (query, o) => get('/task-groups', stateList(query), o),
+    createGroup: (body, o) => post('/task-groups', body, o),
+    getGroup: (groupId, waitMs, o) => get(`/task-groups/${id(groupId)}`, { waitMs }, o, waitMs),
+    createMemberTask: (groupId, body, o) => post(`/task-groups/${id(groupId)}/tasks`, body, o),
+    joinGroup: (groupId, body, o) => post(`/task-groups/${id(groupId)}/join-task`, body, o),
+    acceptMember: (groupId, taskId, o) => post(`/task-groups/${id(groupId)}/tasks/${id(taskId)}/accept`, undefined, o),
+    rejectMember: (groupId, taskId, o) => post(`/task-groups/${id(groupId)}/tasks/${id(taskId)}/reject`, undefined, o),
+    closeGroup: (groupId, o) => post(`/task-groups/${id(groupId)}/close`, undefined, o),
+    sealGroup: (groupId, o) => post(`/task-groups/${id(groupId)}/seal`, undefined, o),
+
     getLimits: (o) => get('/limits', undefined, o),
     setLimits: (body, o) => call({ method: 'PUT', path: '/limits', body }, o),
     listEvents: (query, o) => get('/events', { cursor: query?.cursor, limit: query?.limit }, o),
@@ -369,5 +400,5 @@ function waitOf(body: { waitMs?: number }): { waitMs?: number } {
   return body.waitMs === undefined ? {} : { waitMs: body.waitMs };
 }
 
-// The seam worker.ts and helpers.ts are written against: a client must be a WorkerApi.
-createClient satisfies (options: ClientOptions) => WorkerApi;
+// The seams worker.ts, helpers.ts and groups.ts are written against: a client must be both.
+createClient satisfies (options: ClientOptions) => WorkerApi & TaskGroupApi;

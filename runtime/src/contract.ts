@@ -3,7 +3,7 @@ import type { z } from 'zod';
 
 /**
  * The seam between the runtime's two halves: the typed client (client.ts, transport.ts,
- * retry.ts, errors.ts) and what is built on it (worker.ts, helpers.ts). Types only: the
+ * retry.ts, errors.ts) and what is built on it (worker.ts, helpers.ts, groups.ts). Types only: the
  * runtime never imports server code, and imports core for its zod schemas' types alone.
  */
 
@@ -44,6 +44,24 @@ export interface WorkerApi {
   arrive(barrierId: string, body: In<typeof schemas.arriveBody>, options?: CallOptions): Promise<Out<typeof schemas.arriveReply>>;
   /** GET /barriers/{id}?waitMs= (long poll until released). */
   getBarrier(barrierId: string, waitMs?: number, options?: CallOptions): Promise<Out<typeof schemas.barrierView>>;
+}
+
+/** A task group as the server shows it: state, outcome and members with their verdicts. */
+export type GroupView = Out<typeof schemas.groupView>;
+
+/**
+ * The subset of the client that groups.ts (runGroup) uses: the group routes it drives, the task
+ * read that gives a member's outcome, and the task list that finds members by taskKey.
+ */
+export interface TaskGroupApi {
+  createGroup(body: In<typeof schemas.groupCreateBody>, options?: CallOptions): Promise<Out<typeof schemas.groupCreatedReply>>;
+  /** GET /task-groups/{id}?waitMs= (long poll until DECIDED). */
+  getGroup(groupId: string, waitMs?: number, options?: CallOptions): Promise<GroupView>;
+  createMemberTask(groupId: string, body: In<typeof schemas.memberTaskBody>, options?: CallOptions): Promise<Out<typeof schemas.memberTaskReply>>;
+  acceptMember(groupId: string, taskId: string, options?: CallOptions): Promise<Out<typeof schemas.verdictReply>>;
+  rejectMember(groupId: string, taskId: string, options?: CallOptions): Promise<Out<typeof schemas.verdictReply>>;
+  getTask(taskId: string, options?: CallOptions): Promise<Out<typeof schemas.taskView>>;
+  listTasks(query?: { scopeId?: string; limit?: number; cursor?: string }, options?: CallOptions): Promise<Out<typeof schemas.taskPage>>;
 }
 
 /**

@@ -1,4 +1,4 @@
-/** @baton/runtime: the typed client of a Baton space, and the worker built on it. */
+/** @baton/runtime: the typed client of a Baton space, and the worker and helpers built on it. */
 export * from './contract';
 export * from './transport';
 export * from './errors';
@@ -7,3 +7,4 @@ export * from './retry';
 export * from './client';
 export * from './worker';
 export * from './helpers';
+export * from './groups';

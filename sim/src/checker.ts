@@ -61,6 +61,8 @@ export interface TaskCheck {
   nowMs: number;
   /** Check FIFO admission: only where the journal order is the commit order (not under concurrent PostgreSQL sessions). */
   fifo: boolean;
+  /** The last deadline sweep ran after this time: an undecided group whose deadline is before it is a violation. */
+  sweptUntilMs: number;
 }
 
 export async function checkFinal(store: Store, spaceId: string, budgetIds: string[], ledger: Ledger, watched: SeenEvent[], messages?: MessageCheck, tasks?: TaskCheck): Promise<string[]> {
@@ -75,7 +77,7 @@ export async function checkFinal(store: Store, spaceId: string, budgetIds: strin
   checkWatcher(journal, watched, problems);
   checkAllowances(journal, problems);
   if (messages) problems.push(...(await checkMessagesFinal(store, spaceId, messages.mailboxIds, journal, messages.ledger, messages.nowMs)));
-  if (tasks) problems.push(...(await tasks.workload.checkFinal(store, journal, tasks.nowMs, tasks.fifo)));
+  if (tasks) problems.push(...(await tasks.workload.checkFinal(store, journal, tasks.nowMs, tasks.fifo, tasks.sweptUntilMs)));
   return problems;
 }
 

@@ -104,6 +104,7 @@ export async function main(argv: string[]): Promise<number> {
     requests += result.requests;
     wallMs += result.wallMs;
     if (options.seeds.length === 1 || options.trace) process.stdout.write(`seed ${seed}: ${result.violations.length === 0 ? 'ok' : 'FAILED'}, trace ${result.traceHash}, ${result.requests} requests, ${result.steps} steps, ${(result.simulatedMs / 1000).toFixed(0)} s simulated, faults ${formatFaults(result.config.faults)}\n`);
+    if (options.seeds.length === 1) process.stdout.write(`  task groups: ${JSON.stringify(result.groups)}\n`);
     if (result.violations.length === 0) continue;
     failures++;
     report(result, options);

@@ -57,6 +57,16 @@ describe('the simulator', () => {
     expect(replay.violations).toEqual(failing.violations);
   }, 60_000);
 
+  it('catches a group deciding twice (group-decides-twice) with the group invariants, replayably', async () => {
+    plantedBugs.add('group-decides-twice');
+    // A coordinator's late verdict on a DECIDED group runs the rule again: a second decision.
+    const failing = await simulate({ seed: 1, agents: 6, steps: 1_500, store: 'memory' });
+    expect(failing.violations).toContainEqual(expect.stringMatching(/^group .*(decided twice|the store showed .* decided at .*, now DECIDED)/));
+    const replay = await simulate(failing.config);
+    expect(replay.traceHash).toBe(failing.traceHash);
+    expect(replay.violations).toEqual(failing.violations);
+  }, 60_000);
+
   it('shrinks a failing run to a smaller one that still fails', async () => {
     plantedBugs.add('idempotency-applies-twice');
     const failing = await simulate({ seed: 1, agents: 8, steps: 1_500, store: 'memory' });

@@ -8,6 +8,7 @@ import { MessageWorker } from './agents/message-worker';
 import { Spender } from './agents/spender';
 import { TaskWorkload } from './agents/task-workload';
 import type { RuntimeBugs } from './agents/task-worker';
+import type { GroupStats } from './checks/groups';
 import type { TaskRuntimeStats } from './checks/tasks';
 import { Watcher } from './agents/watcher';
 import { checkFinal, checkStep } from './checker';
@@ -50,6 +51,8 @@ export interface SimResult {
   wallMs: number;
   /** What the task workers' runtime did (admits, completes, nacks, lease losses). */
   tasks: TaskRuntimeStats;
+  /** What the group coordinators did and how their groups ended. */
+  groups: GroupStats;
 }
 
 /** 2026-01-01T00:00:00Z: every run starts its simulated clock here. */
@@ -117,11 +120,13 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const livenessEndMs = scheduler.now() + livenessMs;
     while (ledger.violations.length === 0 && (scheduler.nextAtMs() ?? Infinity) <= livenessEndMs) await scheduler.step();
     phase = 'done';
+    // The server's tick (and its deadline sweep) stops now; give its last run a tick's margin.
+    const sweptUntilMs = scheduler.now() - 2 * tickMs;
     // Let calls still on the wire finish (agents start nothing new once done), then catch up.
     const drainEndMs = scheduler.now() + 10_000;
     while ((scheduler.nextAtMs() ?? Infinity) <= drainEndMs) await scheduler.step();
     while ((await drive(scheduler, watcher.readPage())) > 0);
-    if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen, { mailboxIds: tenant.mailboxIds, ledger: messageLedger, nowMs: scheduler.now() }, { workload: tasks, nowMs: scheduler.now(), fifo: config.store !== 'pg' })));
+    if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen, { mailboxIds: tenant.mailboxIds, ledger: messageLedger, nowMs: scheduler.now() }, { workload: tasks, nowMs: scheduler.now(), fifo: config.store !== 'pg', sweptUntilMs })));
     if (ledger.violations.length === 0) ledger.violations.push(...(await barriers.checkFinal(store)));
     return {
       config: { ...config, faults },
@@ -132,6 +137,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       simulatedMs: scheduler.now() - startMs,
       wallMs: performance.now() - wallStart,
       tasks: structuredClone(tasks.ledger.stats),
+      groups: structuredClone(tasks.groups.stats),
     };
   } finally {
     await close();

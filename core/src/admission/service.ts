@@ -32,25 +32,25 @@ export interface AdmitAttempt {
 
 export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttempt> {
   const { token, tokenHash } = newToken(ctx.random);
+  const { scopeIds } = await receivableMailbox(ctx.tx, ctx.spaceId, body.mailboxId, body.holder, body.scopeId);
   const request: ClaimRequest = {
     spaceId: ctx.spaceId,
     mailboxId: body.mailboxId,
-    scopeId: body.scopeId,
+    scopeIds,
     holder: body.holder,
     holderSession: body.holderSession,
     tokenHash,
     leaseExpiresAt: leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
     nowMs: ctx.nowMs,
   };
-  await receivableMailbox(ctx.tx, ctx.spaceId, body.mailboxId, body.holder);
   const shortages = new Shortages();
   let afterSeq = 0;
   for (let examined = 0; examined < maxCandidatesPerAdmit; examined++) {
     const candidate = await ctx.tx.messages.claimCandidate({ ...request, afterSeq });
     if (!candidate) break;
-    if (candidate.claimed) return admitted(ctx, candidate.message, token, []);
+    if (candidate.claimed) return admitted(ctx, candidate.message, token, [], body.scopeId);
     const delivery = await tryCandidate(ctx, candidate.message, request, shortages);
-    if (delivery) return admitted(ctx, delivery.message, token, delivery.events);
+    if (delivery) return admitted(ctx, delivery.message, token, delivery.events, body.scopeId);
     afterSeq = candidate.message.seq;
   }
   return { delivery: undefined, wakeTopics: [topicOf('mailbox', body.mailboxId), ...shortages.topics], retryAtMs: shortages.retryAtMs };
@@ -77,7 +77,7 @@ async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRe
 }
 
 /** The claimed delivery's events (with its resources' events, appended in one statement), its task moved to RUNNING, and the reply. */
-async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[]): Promise<AdmitAttempt> {
+async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[], scopeId: string): Promise<AdmitAttempt> {
   assert(message.state === 'CLAIMED' && message.taskId !== null, `admitted message ${message.id} is ${message.state}`);
   const claimed = claimedView(message.claimed);
   const claimedEvent: NewEvent = {
@@ -85,9 +85,9 @@ async function admitted(ctx: OpContext, message: Message, token: string, resourc
     aggregateType: 'mailbox',
     aggregateId: message.mailboxId,
     scopeId: message.scopeId,
-    data: { messageId: message.id, attempt: message.attempt, holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), admitted: true, claimed },
+    data: { messageId: message.id, attempt: message.attempt, holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: scopeId, admitted: true, claimed },
   };
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx.tx, ctx.nowMs, message))]);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message))]);
   const delivery: AdmittedDeliveryView = {
     messageId: message.id,
     mailboxId: message.mailboxId,

@@ -1,5 +1,6 @@
 import type { OpContext } from '../context';
-import { notFound, validationFailed } from '../errors';
+import { notFound } from '../errors';
+import { decodePositionCursor, encodePositionCursor } from '../paging';
 import { eventTypes } from '../events/model';
 import type { ArriveBody, ArriveReply, BarrierCreateBody, BarrierView, NextEpochBody } from '../schemas/barriers';
 import type { Page } from '../store/repositories';
@@ -45,16 +46,6 @@ export async function listBarriers(tx: Tx, spaceId: string, request: BarrierList
   const page = rows.slice(0, request.limit);
   const last = page.at(-1);
   return { items: page.map(barrierView), nextCursor: rows.length > request.limit && last ? encodePositionCursor(last) : null };
-}
-
-const encodePositionCursor = (p: BarrierListPosition): string => Buffer.from(`${p.createdAt}:${p.id}`, 'utf8').toString('base64url');
-const positionPattern = /^(\d{1,16}):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
-
-function decodePositionCursor(cursor: string): BarrierListPosition {
-  const match = positionPattern.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  const position = match ? { createdAt: Number(match[1]), id: match[2]! } : undefined;
-  if (!position || encodePositionCursor(position) !== cursor) throw validationFailed('cursor', 'not a cursor this list returned');
-  return position;
 }
 
 async function lockBarrier(ctx: OpContext, id: string): Promise<Barrier> {

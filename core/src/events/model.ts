@@ -61,4 +61,9 @@ export const eventTypes = {
   taskFailed: 'task.failed',
   taskCancelled: 'task.cancelled',
   taskExpired: 'task.expired',
+  groupCreated: 'group.created',
+  groupMemberAdded: 'group.member_added',
+  groupVerdict: 'group.verdict',
+  groupSealed: 'group.sealed',
+  groupDecided: 'group.decided',
 } as const;

@@ -69,7 +69,11 @@ export type NewMessage = Omit<Message, 'seq'>;
 export interface ClaimRequest {
   spaceId: string;
   mailboxId: string;
-  scopeId: string;
+  /**
+   * The scopes claimed from: the request's scopeId first, then the group gate scopes below it
+   * (MailboxRepository.getForClaim). Usually just the one.
+   */
+  scopeIds: readonly string[];
   holder: string;
   holderSession: string;
   tokenHash: string;

@@ -11,7 +11,7 @@ const ready: Message = {
 };
 const random = new SeededRandom(1);
 const claimWith = (m: Message, tokenHash: string): Message => {
-  const c: ClaimRequest = { spaceId: 's', mailboxId: 'b', scopeId: 'c', holder: 'h', holderSession: 'x', tokenHash, leaseExpiresAt: T0 + 30_000, nowMs: T0 };
+  const c: ClaimRequest = { spaceId: 's', mailboxId: 'b', scopeIds: ['c'], holder: 'h', holderSession: 'x', tokenHash, leaseExpiresAt: T0 + 30_000, nowMs: T0 };
   return claim(m, c);
 };
 
@@ -41,7 +41,7 @@ describe('message rules', () => {
     expect(() => assertMessage({ ...ready, tokenHash: 'x' })).toThrow(InvariantViolation);
     expect(() => assertMessage({ ...ready, state: 'CLAIMED', attempt: 1 })).toThrow(InvariantViolation);
     expect(() => assertMessage({ ...ready, state: 'DEAD', attempt: 6 })).toThrow(InvariantViolation);
-    expect(() => claim({ ...ready, state: 'ACKED' }, { spaceId: 's', mailboxId: 'b', scopeId: 'c', holder: 'h', holderSession: 'x', tokenHash: 't', leaseExpiresAt: T0, nowMs: T0 })).toThrow(InvariantViolation);
+    expect(() => claim({ ...ready, state: 'ACKED' }, { spaceId: 's', mailboxId: 'b', scopeIds: ['c'], holder: 'h', holderSession: 'x', tokenHash: 't', leaseExpiresAt: T0, nowMs: T0 })).toThrow(InvariantViolation);
   });
 
   it('shortens a lease to maxLeaseSeconds', () => {

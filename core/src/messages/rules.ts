@@ -47,7 +47,7 @@ export function assertMessage(m: Message): void {
  * admission's claim of a candidate once its resources are held (`claimed`).
  */
 export function claim(m: Message, c: ClaimRequest, claimed: ClaimedResources | null = null): Message {
-  assert(m.state === 'READY' && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId, `message ${m.id}: claim of a ${m.state} message`);
+  assert(m.state === 'READY' && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId), `message ${m.id}: claim of a ${m.state} message`);
   const next: Message = {
     ...m,
     state: 'CLAIMED',

@@ -1,3 +1,4 @@
+import { assert } from '../assert';
 import { canonicalJson } from '../canonical-json';
 import type { OpContext } from '../context';
 import { BatonError, forbidden, notFound, conflict, validationFailed } from '../errors';
@@ -82,16 +83,20 @@ export async function listMailboxes(tx: Tx, spaceId: string, cursor: string | un
 }
 
 /**
- * The mailbox a recv or admit takes from. A WORK mailbox serves any worker (competing
- * consumers); an INBOX with a recipientId is that recipient's alone: only a holder named
- * recipientId may receive from it, anyone may send to it.
+ * The mailbox a recv or admit takes from, with the scopes it claims from: the request's scopeId
+ * and every group gate scope below it (decisions §6), read in the same round trip. A WORK
+ * mailbox serves any worker (competing consumers); an INBOX with a recipientId is that
+ * recipient's alone: only a holder named recipientId may receive from it, anyone may send to it.
  */
-export async function receivableMailbox(tx: Tx, spaceId: string, id: string, holder: string): Promise<Mailbox> {
-  const mailbox = await mailboxOf(tx, spaceId, id);
+export async function receivableMailbox(tx: Tx, spaceId: string, id: string, holder: string, scopeId: string): Promise<{ mailbox: Mailbox; scopeIds: string[] }> {
+  const found = await tx.mailboxes.getForClaim(spaceId, id, scopeId);
+  if (!found) throw notFound('mailbox');
+  const { mailbox, scopeIds } = found;
+  assert(scopeIds[0] === scopeId, `claim scopes of ${scopeId} begin with ${scopeIds[0]}`);
   if (mailbox.mode === 'INBOX' && mailbox.recipientId !== null && mailbox.recipientId !== holder) {
     throw forbidden(`mailbox ${mailbox.name} is the inbox of ${mailbox.recipientId}; only that holder receives from it`);
   }
-  return mailbox;
+  return found;
 }
 
 /** Locks the mailbox a send goes to: sends holding it count its backlog one after another. */
@@ -233,23 +238,24 @@ function sameSend(prior: Message, body: SendRequest): Message {
 
 export interface ClaimOptions {
   mailboxId: string;
-  scopeId: string;
+  /** The request's scopeId first, then the gate scopes below it (receivableMailbox). */
+  scopeIds: readonly string[];
   holder: string;
   holderSession: string;
   leaseSeconds: number;
 }
 
 /**
- * Claims the oldest READY message of the mailbox for the scope (exact scopeId for now; scope
- * subtrees arrive with task groups) and emits message.claimed. Undefined when nothing is free.
- * Admission will claim a task's delivery with this same step before it takes resources.
+ * Claims the oldest READY message of the mailbox in the request's scope or a group gate scope
+ * below it, and emits message.claimed (naming the request's scope as claimScopeId). Undefined
+ * when nothing is free.
  */
 export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<{ message: Message; token: string } | undefined> {
   const { token, tokenHash } = newToken(ctx.random);
   const message = await ctx.tx.messages.claimNext({
     spaceId: ctx.spaceId,
     mailboxId: options.mailboxId,
-    scopeId: options.scopeId,
+    scopeIds: options.scopeIds,
     holder: options.holder,
     holderSession: options.holderSession,
     tokenHash,
@@ -257,9 +263,9 @@ export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<
     nowMs: ctx.nowMs,
   });
   if (!message) return undefined;
-  const taskEvents = await taskHooks.onClaimed(ctx.tx, ctx.nowMs, message);
+  const taskEvents = await taskHooks.onClaimed(ctx, message);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
-    messageEvent(message, eventTypes.messageClaimed, { holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!) }),
+    messageEvent(message, eventTypes.messageClaimed, { holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: options.scopeIds[0] }),
     ...taskEvents,
   ]);
   return { message, token };
@@ -267,8 +273,8 @@ export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<
 
 /** One receive attempt: the delivery, or undefined when nothing is READY for the scope (the route long-polls). */
 export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): Promise<DeliveryView | undefined> {
-  await receivableMailbox(ctx.tx, ctx.spaceId, mailboxId, body.holder);
-  const claimed = await claimNext(ctx, { mailboxId, scopeId: body.scopeId, holder: body.holder, holderSession: body.holderSession, leaseSeconds: body.leaseSeconds });
+  const { scopeIds } = await receivableMailbox(ctx.tx, ctx.spaceId, mailboxId, body.holder, body.scopeId);
+  const claimed = await claimNext(ctx, { mailboxId, scopeIds, holder: body.holder, holderSession: body.holderSession, leaseSeconds: body.leaseSeconds });
   return claimed && deliveryView(claimed.message, claimed.token);
 }
 
@@ -308,7 +314,7 @@ export async function complete(ctx: OpContext, messageId: string, body: Complete
   await ctx.tx.messages.update(next);
   // Pool units and the work-limit slot go back; an admission's reservations stay for the worker to settle.
   const released = await releaseResources(ctx, message, false, 'ACKED');
-  const taskEvents = await taskHooks.onAcked(ctx.tx, ctx.nowMs, next, result?.payload);
+  const taskEvents = await taskHooks.onAcked(ctx, next, result?.payload);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
     ...released,
     messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null }),
@@ -341,7 +347,12 @@ const deadEvent = (m: Message, reason: 'NACKED' | 'ATTEMPTS_EXHAUSTED'): NewEven
  */
 export async function expireLeases(tx: Tx, nowMs: number, limit: number, random: Random): Promise<number> {
   const expired = await tx.messages.claimExpired(nowMs, limit);
-  for (const message of expired) {
+  for (const claimed of expired) {
+    // A member's end may decide its group and cancel other members' deliveries, perhaps ones
+    // in this batch: a task delivery is read again (it is locked already) before it expires.
+    const message = claimed.taskId === null ? claimed : await tx.messages.get(claimed.spaceId, claimed.id);
+    assert(message !== undefined, `expired message ${claimed.id} vanished`);
+    if (message.state !== 'CLAIMED') continue;
     const ctx: OpContext = { tx, spaceId: message.spaceId, nowMs, random, limits: defaultSpaceLimits };
     await failAttempt(ctx, message, true, 'ATTEMPTS_EXHAUSTED', 'LEASE_EXPIRED', (state) =>
       messageEvent(message, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state }),
@@ -365,7 +376,7 @@ async function failAttempt(
   causeEvent: (state: MessageState) => NewEvent,
 ): Promise<Message> {
   const failed = failedAttempt(message, retry, ctx.nowMs);
-  const taskEvents = await taskHooks.onFailedAttempt(ctx.tx, ctx.nowMs, failed, deadReason);
+  const taskEvents = await taskHooks.onFailedAttempt(ctx, failed, deadReason);
   const orphaned = failed.state === 'READY' && message.taskId !== null && taskEvents.length === 0;
   const next = orphaned ? cancelled(failed, ctx.nowMs) : failed;
   await ctx.tx.messages.update(next);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { barrierStates, maxBarrierTarget } from '../barriers/model';
-import { listQuery, pageOf, text, timestamp, uuid, uuidInput } from './common';
+import { listQuery, longPollQueryWaitMs, pageOf, text, timestamp, uuid, uuidInput } from './common';
 
 /** The longest a GET /barriers/{id} holds: the schema takes up to 120,000 ms, longer waits are shortened. */
 export const maxBarrierWaitMs = 30_000;
@@ -44,13 +44,7 @@ export const barrierListQuery = listQuery.extend({ state: stateFilter(barrierSta
 export type BarrierListQuery = z.infer<typeof barrierListQuery>;
 
 export const barrierGetQuery = z.object({
-  waitMs: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(120_000)
-    .optional()
-    .describe(`Long poll: hold the reply until the barrier leaves WAITING, at most this long (effective cap ${maxBarrierWaitMs} ms); 0 or absent answers at once`),
+  waitMs: longPollQueryWaitMs('the barrier leaves WAITING', maxBarrierWaitMs),
   epoch: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional().describe('Wait on this epoch: answer at once when the barrier is in another one'),
 });
 export type BarrierGetQuery = z.infer<typeof barrierGetQuery>;

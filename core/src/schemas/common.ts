@@ -49,3 +49,16 @@ export function pageOf<T extends z.ZodType>(item: T) {
 export const idempotencyHeaders = z.looseObject({
   'idempotency-key': z.string().min(1).max(255).optional().describe('1 to 255 characters; replies replay for 24 hours. Required on operations marked Idem'),
 });
+
+/**
+ * The waitMs query of a long-polling GET: 0 to 120,000 in the schema (spec bounds), held at most
+ * `capMs` (longer waits are shortened); 0 or absent answers at once. `until` says what ends it.
+ */
+export const longPollQueryWaitMs = (until: string, capMs: number) =>
+  z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(120_000)
+    .optional()
+    .describe(`Long poll: hold the reply until ${until}, at most this long (effective cap ${capMs} ms); 0 or absent answers at once`);

@@ -9,3 +9,4 @@ export * from './messages';
 export * from './tasks';
 export * from './admission';
 export * from './limits';
+export * from './groups';

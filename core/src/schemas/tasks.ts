@@ -5,7 +5,8 @@ import { listQuery, minorAmount, name, pageOf, text, timestamp, uuid, uuidInput 
 import { claimedResourcesView, messageView } from './messages';
 
 const units = z.number().int().min(1).max(1_000_000);
-const jsonInput = z
+/** A task's input: any JSON without U+0000 (PostgreSQL cannot store it). */
+export const jsonInput = z
   .unknown()
   .refine((v) => !JSON.stringify(v ?? null).includes('\\u0000'), { message: 'must not contain U+0000' })
   .describe('Any JSON value, at most 65,536 bytes as JSON');

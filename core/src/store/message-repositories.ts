@@ -6,6 +6,12 @@ export interface MailboxRepository {
   insert(mailbox: Mailbox): Promise<boolean>;
   get(spaceId: string, id: string, options?: LockOptions): Promise<Mailbox | undefined>;
   getByName(spaceId: string, name: string): Promise<Mailbox | undefined>;
+  /**
+   * What a recv or admit needs before it claims, in one round trip: the mailbox, and the scopes
+   * it may claim from: `scopeId` first, then every group gate scope below it at any depth (a
+   * group's gate scope is a child of its parentScopeId). Undefined for an unknown mailbox.
+   */
+  getForClaim(spaceId: string, id: string, scopeId: string): Promise<{ mailbox: Mailbox; scopeIds: string[] } | undefined>;
   /** Mailboxes ordered by name; `afterName` is exclusive. */
   list(spaceId: string, afterName: string | null, limit: number): Promise<Mailbox[]>;
 }

@@ -18,8 +18,10 @@ export class NotifyingStore implements Store {
 
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const topics = new Set<string>();
-    const result = await this.inner.transaction((tx) =>
-      work({
+    const result = await this.inner.transaction((tx) => {
+      // The inner store may run `work` again (a retried transaction): only the last run committed.
+      topics.clear();
+      return work({
         ...tx,
         events: {
           ...tx.events,
@@ -29,8 +31,8 @@ export class NotifyingStore implements Store {
           },
           listAfter: (spaceId, after, limit) => tx.events.listAfter(spaceId, after, limit),
         },
-      }),
-    );
+      });
+    });
     for (const topic of topics) this.notifier.notify(topic);
     return result;
   }

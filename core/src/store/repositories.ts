@@ -3,6 +3,7 @@ import type { Budget, BudgetEntry, Reservation } from '../budgets/model';
 import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from './allowance-repositories';
 import type { MailboxRepository, MessageRepository } from './message-repositories';
 import type { TaskRepository } from './task-repositories';
+import type { TaskGroupRepository } from './group-repositories';
 import type { JournalEvent, NewEvent } from '../events/model';
 import type { Pool, WorkLimit } from '../pools/model';
 import type { ApiKey, Org, Space } from '../tenancy/model';
@@ -48,6 +49,13 @@ export interface ApiKeyRepository {
 export interface LockOptions {
   /** Hold a row lock until the transaction ends (SELECT ... FOR UPDATE). */
   forUpdate?: boolean;
+  /**
+   * With forUpdate: do not wait for a lock another transaction holds; fail at once instead
+   * (FOR UPDATE NOWAIT). The SQL store then retries the whole transaction (sql-store.ts). For a
+   * holder of a group's lock that needs a member's row, which the lock order puts before the
+   * group (docs/lock-order.md): waiting there could deadlock.
+   */
+  noWait?: boolean;
 }
 
 export interface BudgetRepository {
@@ -173,8 +181,10 @@ export interface Repositories {
   mailboxes: MailboxRepository;
   messages: MessageRepository;
   tasks: TaskRepository;
+  taskGroups: TaskGroupRepository;
 }
 
 export type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from './allowance-repositories';
 export type { MailboxRepository, MessageRepository } from './message-repositories';
 export type { TaskRepository } from './task-repositories';
+export type { TaskGroupRepository } from './group-repositories';

@@ -34,6 +34,8 @@ export interface Task {
   failureReason: string | null;
   /** The task's delivery: a message in its mailbox carrying the taskId (set in the submit transaction). */
   messageId: string | null;
+  /** The task group the task is a member of (at most one); null when none. */
+  groupId: string | null;
   createdAt: number;
   updatedAt: number;
 }

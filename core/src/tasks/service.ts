@@ -5,7 +5,11 @@ import { eventView } from '../events/journal';
 import { eventTypes, type NewEvent } from '../events/model';
 import { cancelled } from '../messages/rules';
 import { releaseResources } from '../admission/claims';
-import type { Message } from '../messages/model';
+import type { Mailbox, Message } from '../messages/model';
+import * as groupHooks from '../groups/service';
+import { groupDecidedReason } from '../groups/model';
+import type { Random } from '../random';
+import { defaultSpaceLimits } from '../tenancy/space-limits';
 import { mailboxOf, sendTo } from '../messages/service';
 import { messageView } from '../messages/views';
 import type { TaskCancelBody, TaskDebugView, TaskDetachBody, TaskDetachReply, TaskJoinBody, TaskListQuery, TaskStateReply, TaskSubmitBody, TaskSubmitReply, TaskView } from '../schemas/tasks';
@@ -95,43 +99,65 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
   // The mailbox first: it must exist before the task row names it.
   const mailbox = await mailboxOf(ctx.tx, ctx.spaceId, body.mailboxId);
   const deliveryRequirements = await resolveRequirements(ctx, requirements, workLimit);
-  const task: Task = {
-    id: ctx.random.uuid(),
-    spaceId: ctx.spaceId,
-    taskKey: body.taskKey,
-    fingerprint,
-    mailboxId: body.mailboxId,
-    scopeId: body.scopeId,
-    state: 'PENDING',
-    input,
-    requirements,
-    workLimit,
-    deadline: body.deadline === undefined ? null : msFromIso(body.deadline),
-    attempts: 0,
-    outcome: null,
-    failureReason: null,
-    messageId: ctx.random.uuid(),
-    createdAt: ctx.nowMs,
-    updatedAt: ctx.nowMs,
-  };
-  if (!(await ctx.tx.tasks.insert(task))) {
+  const task = await createTask(ctx, mailbox, { taskKey: body.taskKey, scopeId: body.scopeId, input, requirements, workLimit, deadline: body.deadline, fingerprint }, deliveryRequirements);
+  if (!task) {
     // A concurrent submit of the same taskKey committed first: answer as a join.
     const winner = await ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey);
     if (!winner) throw conflict(`task ${body.taskKey} is being submitted; retry`);
     return { created: false, reply: await joinExisting(ctx, winner, fingerprint, body) };
   }
+  if (body.subscriberId !== undefined) await subscribe(ctx, task, body.subscriberId, body.scopeId);
+  return { created: true, reply: { taskId: task.id, state: task.state, created: true } };
+}
+
+export interface NewTaskFields {
+  taskKey: string;
+  scopeId: string;
+  input: unknown;
+  requirements: TaskRequirements;
+  workLimit: string | null;
+  deadline: string | undefined;
+  fingerprint: string;
+}
+
+/**
+ * Inserts a PENDING task and sends its delivery to `mailbox` (payload {taskId, input}), with
+ * their events: the new task, or undefined, writing nothing, when the space already has a task
+ * of that taskKey (a concurrent submit won). Submit and a group's member create share it.
+ */
+export async function createTask(ctx: OpContext, mailbox: Mailbox, fields: NewTaskFields, deliveryRequirements: DeliveryRequirements | null): Promise<Task | undefined> {
+  const task: Task = {
+    id: ctx.random.uuid(),
+    spaceId: ctx.spaceId,
+    taskKey: fields.taskKey,
+    fingerprint: fields.fingerprint,
+    mailboxId: mailbox.id,
+    scopeId: fields.scopeId,
+    state: 'PENDING',
+    input: fields.input,
+    requirements: fields.requirements,
+    workLimit: fields.workLimit,
+    deadline: fields.deadline === undefined ? null : msFromIso(fields.deadline),
+    attempts: 0,
+    outcome: null,
+    failureReason: null,
+    messageId: ctx.random.uuid(),
+    groupId: null,
+    createdAt: ctx.nowMs,
+    updatedAt: ctx.nowMs,
+  };
+  if (!(await ctx.tx.tasks.insert(task))) return undefined;
   const delivery = await sendTo(ctx, mailbox, {
     id: task.messageId!,
     scopeId: task.scopeId,
-    payload: { taskId: task.id, input },
-    deadline: body.deadline,
+    payload: { taskId: task.id, input: fields.input },
+    deadline: fields.deadline,
     taskId: task.id,
     requirements: deliveryRequirements,
   });
   assert(delivery.created, `task ${task.id}: its delivery was not sent`);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [taskEvent(task, eventTypes.taskSubmitted, { taskKey: task.taskKey, mailboxId: task.mailboxId }), ...delivery.events]);
-  if (body.subscriberId !== undefined) await subscribe(ctx, task, body.subscriberId, body.scopeId);
-  return { created: true, reply: { taskId: task.id, state: task.state, created: true } };
+  return task;
 }
 
 async function joinExisting(ctx: OpContext, task: Task, fingerprint: string, body: TaskSubmitBody): Promise<TaskSubmitReply> {
@@ -175,7 +201,16 @@ export async function cancel(ctx: OpContext, id: string, body: TaskCancelBody): 
   const message = peek.messageId === null ? undefined : await ctx.tx.messages.get(ctx.spaceId, peek.messageId, { forUpdate: true });
   const task = await taskOf(ctx.tx, ctx.spaceId, id, true);
   if (isTerminalTask(task.state)) throw conflict(`task ${task.id} is ${task.state}`);
-  const reason = body.reason ?? null;
+  const { next, events } = await cancelLocked(ctx, task, message, body.reason ?? null);
+  // A member's end may decide its group (after the task, in the lock order).
+  if (next.groupId !== null) events.push(...(await groupHooks.onMemberEnded(ctx, next)));
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
+  return { taskId: next.id, state: next.state };
+}
+
+/** CANCELLED, with its READY or CLAIMED delivery, the task and delivery already locked by the caller: the task after, and the events. */
+async function cancelLocked(ctx: OpContext, task: Task, message: Message | undefined, reason: string | null): Promise<{ next: Task; events: NewEvent[] }> {
+  assert(!isTerminalTask(task.state), `cancel of ${task.state} task ${task.id}`);
   const next: Task = { ...task, state: 'CANCELLED', failureReason: reason, updatedAt: ctx.nowMs };
   await ctx.tx.tasks.update(next);
   const events = [taskEvent(next, eventTypes.taskCancelled, { reason, from: task.state })];
@@ -185,8 +220,23 @@ export async function cancel(ctx: OpContext, id: string, body: TaskCancelBody): 
     events.push(...(await releaseResources(ctx, message, true, 'TASK_CANCELLED')));
     events.push({ type: eventTypes.messageCancelled, aggregateType: 'mailbox', aggregateId: message.mailboxId, scopeId: message.scopeId, data: { messageId: message.id, attempt: message.attempt, taskId: task.id } });
   }
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
-  return { taskId: next.id, state: next.state };
+  return { next, events };
+}
+
+/**
+ * A group's decision cancels a member still live (reason GROUP_DECIDED): its events, none when
+ * it has ended meanwhile. The caller holds the group's lock, which the lock order puts after
+ * the member's delivery and task: so both are locked NOWAIT, and a busy one fails the whole
+ * transaction for the store to retry, where waiting could deadlock with a transaction that holds
+ * them and waits for the group (docs/lock-order.md). No group hook: the caller is deciding.
+ */
+export async function cancelForGroup(ctx: OpContext, taskId: string): Promise<NewEvent[]> {
+  const peek = await taskOf(ctx.tx, ctx.spaceId, taskId);
+  const message = peek.messageId === null ? undefined : await ctx.tx.messages.get(ctx.spaceId, peek.messageId, { forUpdate: true, noWait: true });
+  const task = await ctx.tx.tasks.get(ctx.spaceId, taskId, { forUpdate: true, noWait: true });
+  assert(task !== undefined, `member ${taskId} vanished`);
+  if (isTerminalTask(task.state)) return [];
+  return (await cancelLocked(ctx, task, message, groupDecidedReason)).events;
 }
 
 export async function join(ctx: OpContext, id: string, body: TaskJoinBody): Promise<TaskStateReply> {
@@ -235,15 +285,19 @@ const moveOf = (m: Message, state: TaskState, nowMs: number, outcome: unknown = 
   updatedAt: nowMs,
 });
 
-async function moveTask(tx: Tx, m: Message, move: TaskMove, type: string, data: Record<string, unknown>): Promise<NewEvent[]> {
+async function moveTask(ctx: OpContext, m: Message, move: TaskMove, type: string, data: Record<string, unknown>): Promise<NewEvent[]> {
   if (m.taskId === null) return [];
-  const task = await tx.tasks.moveLive(m.spaceId, m.taskId, move);
-  return task ? [taskEvent(task, type, { messageId: m.id, attempt: m.attempt, ...data })] : [];
+  const task = await ctx.tx.tasks.moveLive(m.spaceId, m.taskId, move);
+  if (!task) return [];
+  const events = [taskEvent(task, type, { messageId: m.id, attempt: m.attempt, ...data })];
+  // A member's end may decide its group (after the task, in the lock order).
+  if (task.groupId !== null && isTerminalTask(task.state)) events.push(...(await groupHooks.onMemberEnded(ctx, task)));
+  return events;
 }
 
 /** A claim of the delivery: RUNNING. */
-export async function onClaimed(tx: Tx, nowMs: number, m: Message): Promise<NewEvent[]> {
-  return moveTask(tx, m, moveOf(m, 'RUNNING', nowMs), eventTypes.taskRunning, {
+export async function onClaimed(ctx: OpContext, m: Message): Promise<NewEvent[]> {
+  return moveTask(ctx, m, moveOf(m, 'RUNNING', ctx.nowMs), eventTypes.taskRunning, {
     holder: m.holder,
     holderSession: m.holderSession,
     leaseExpiresAt: m.leaseExpiresAt === null ? null : isoFromMs(m.leaseExpiresAt),
@@ -252,27 +306,33 @@ export async function onClaimed(tx: Tx, nowMs: number, m: Message): Promise<NewE
 }
 
 /** A complete of the delivery: SUCCEEDED with the result payload as outcome. */
-export async function onAcked(tx: Tx, nowMs: number, m: Message, outcome: unknown): Promise<NewEvent[]> {
-  return moveTask(tx, m, moveOf(m, 'SUCCEEDED', nowMs, outcome ?? null), eventTypes.taskSucceeded, {});
+export async function onAcked(ctx: OpContext, m: Message, outcome: unknown): Promise<NewEvent[]> {
+  return moveTask(ctx, m, moveOf(m, 'SUCCEEDED', ctx.nowMs, outcome ?? null), eventTypes.taskSucceeded, {});
 }
 
 /**
  * A failed attempt (nack or lease expiry), `m` being the message after it: READY again makes the
  * task PENDING (task.requeued); DEAD makes it FAILED with `reason`.
  */
-export async function onFailedAttempt(tx: Tx, nowMs: number, m: Message, reason: string): Promise<NewEvent[]> {
+export async function onFailedAttempt(ctx: OpContext, m: Message, reason: string): Promise<NewEvent[]> {
   const failed = m.state === 'DEAD';
-  const move = failed ? moveOf(m, 'FAILED', nowMs, null, reason) : moveOf(m, 'PENDING', nowMs);
-  return moveTask(tx, m, move, failed ? eventTypes.taskFailed : eventTypes.taskRequeued, { reason });
+  const move = failed ? moveOf(m, 'FAILED', ctx.nowMs, null, reason) : moveOf(m, 'PENDING', ctx.nowMs);
+  return moveTask(ctx, m, move, failed ? eventTypes.taskFailed : eventTypes.taskRequeued, { reason });
 }
 
 /**
  * The deadline sweep: PENDING or RUNNING tasks whose deadline passed become EXPIRED, and a READY
- * delivery is cancelled (a CLAIMED one runs on; its complete no longer changes the task).
+ * delivery is cancelled (a CLAIMED one runs on; its complete no longer changes the task). A
+ * member's expiry may decide its group, which cancels other members, some perhaps in this same
+ * batch: each task is read again before it expires.
  */
-export async function expireDeadlines(tx: Tx, nowMs: number, limit: number): Promise<number> {
+export async function expireDeadlines(tx: Tx, nowMs: number, limit: number, random: Random): Promise<number> {
   const due = await tx.tasks.claimDeadlinePassed(nowMs, limit);
-  for (const task of due) {
+  for (const claimed of due) {
+    const task = await tx.tasks.get(claimed.spaceId, claimed.id);
+    assert(task !== undefined, `due task ${claimed.id} vanished`);
+    if (isTerminalTask(task.state)) continue;
+    const ctx: OpContext = { tx, spaceId: task.spaceId, nowMs, random, limits: defaultSpaceLimits };
     const next: Task = { ...task, state: 'EXPIRED', failureReason: 'DEADLINE_EXCEEDED', updatedAt: nowMs };
     assertTask(next);
     await tx.tasks.update(next);
@@ -282,6 +342,7 @@ export async function expireDeadlines(tx: Tx, nowMs: number, limit: number): Pro
       await tx.messages.update(cancelled(message, nowMs));
       events.push({ type: eventTypes.messageCancelled, aggregateType: 'mailbox', aggregateId: message.mailboxId, scopeId: message.scopeId, data: { messageId: message.id, attempt: message.attempt, taskId: task.id } });
     }
+    if (next.groupId !== null) events.push(...(await groupHooks.onMemberEnded(ctx, next)));
     await tx.events.append(task.spaceId, nowMs, events);
   }
   return due.length;

@@ -1,4 +1,4 @@
-import { allowances, budgets, messages, tasks, type Clock, type Random, type Store } from '@baton/core';
+import { allowances, budgets, groups, messages, tasks, type Clock, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 
 /** Rows one sweep transaction handles; a full batch means more are due, so the sweep goes on. */
@@ -7,7 +7,7 @@ const batchSize = 100;
 /**
  * Time-based work, decided from the injected clock: the overdue-reservation sweep and the
  * allowance grant sweep (lines moved by a window roll, a cooldown's end or a waiter's expiry),
- * and message lease expiry.
+ * message lease expiry, and task and task group deadlines.
  * Safe on any number of servers at once: each batch is claimed with SKIP LOCKED.
  */
 export class BackgroundWork {
@@ -39,7 +39,9 @@ export class BackgroundWork {
     // Message leases that ran out go back to READY (or DEAD): their tokens die, recv wakes.
     await this.untilDone((nowMs) => this.store.transaction((tx) => messages.expireLeases(tx, nowMs, batchSize, this.random)));
     // Tasks whose deadline passed before success become EXPIRED; a READY delivery is cancelled.
-    await this.untilDone((nowMs) => this.store.transaction((tx) => tasks.expireDeadlines(tx, nowMs, batchSize)));
+    await this.untilDone((nowMs) => this.store.transaction((tx) => tasks.expireDeadlines(tx, nowMs, batchSize, this.random)));
+    // Task groups whose deadline passed undecided decide FAILED DEADLINE_EXCEEDED; live members are cancelled.
+    await this.untilDone((nowMs) => this.store.transaction((tx) => groups.expireDeadlines(tx, nowMs, batchSize, this.random)));
   }
 
   /** Repeats a batch while batches come back full: more is due than one transaction should hold. */

@@ -12,6 +12,7 @@ import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
 import { mailboxRoutes } from './routes/mailboxes';
 import { taskRoutes } from './routes/tasks';
+import { groupRoutes } from './routes/groups';
 import { admissionRoutes } from './routes/admission';
 import { limitRoutes } from './routes/limits';
 import { poolRoutes } from './routes/pools';
@@ -60,6 +61,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
       await v1.register(mailboxRoutes(deps));
       await v1.register(taskRoutes(deps));
       await v1.register(admissionRoutes(deps));
+      await v1.register(groupRoutes(deps));
       await v1.register(limitRoutes(deps));
       await v1.register(eventRoutes(deps));
     },

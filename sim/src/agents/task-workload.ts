@@ -1,9 +1,11 @@
 import type { JournalEvent, Store } from '@baton/core';
+import { checkGroupsFinal, GroupLedger, GroupWatch } from '../checks/groups';
 import { checkTaskResourcesStep, checkTasksFinal, TaskLedger, type TaskWorld } from '../checks/tasks';
 import type { SimContext } from '../context';
 import { SimRandom } from '../rng';
 import type { ServerHost } from '../server-host';
 import type { Agent } from './agent';
+import { GroupCoordinator } from './group-coordinator';
 import { TaskCanceller } from './task-canceller';
 import { TaskReaper } from './task-reaper';
 import { TaskSubmitter } from './task-submitter';
@@ -25,6 +27,9 @@ export interface TaskSpec {
  */
 export class TaskWorkload {
   readonly ledger: TaskLedger;
+  /** What group coordinators were told, and the store's group decisions as first seen (checks/groups.ts). */
+  readonly groups: GroupLedger;
+  private readonly groupWatch = new GroupWatch();
 
   private constructor(
     private readonly sim: SimContext,
@@ -35,6 +40,7 @@ export class TaskWorkload {
     private readonly runtimeBugs: RuntimeBugs,
   ) {
     this.ledger = new TaskLedger((message) => sim.ledger.violation(message));
+    this.groups = new GroupLedger((message) => sim.ledger.violation(message));
   }
 
   /** Made straight through the server, from its own random stream: set-up, not under test. */
@@ -63,7 +69,9 @@ export class TaskWorkload {
 
   /**
    * One submitter, four runtime workers (slow from 5% to 35% of jobs; the last runs two handlers
-   * at once), a canceller and the budget owner's reaper, besides --agents.
+   * at once), a canceller, the budget owner's reaper and three task-group coordinators, whose
+   * members the same workers complete (the groups' gate scopes sit under the workers' scope),
+   * besides --agents.
    */
   agents(): Agent[] {
     const bugs = this.runtimeBugs;
@@ -75,6 +83,9 @@ export class TaskWorkload {
       new TaskWorker('tworker3', this.sim, this, { slowness: 0.35, concurrency: 2, bugs }),
       new TaskCanceller('tcancel0', this.sim, this),
       new TaskReaper('treaper', this.sim, this),
+      new GroupCoordinator('gcoord0', this.sim, this, this.groups),
+      new GroupCoordinator('gcoord1', this.sim, this, this.groups),
+      new GroupCoordinator('gcoord2', this.sim, this, this.groups),
     ];
   }
 
@@ -96,12 +107,15 @@ export class TaskWorkload {
     return this.world.budgets.find((b) => b.name === name)!.id;
   }
 
-  checkStep(store: Store): Promise<string[]> {
-    return checkTaskResourcesStep(store, this.spaceId, this.world);
+  async checkStep(store: Store): Promise<string[]> {
+    return [...(await checkTaskResourcesStep(store, this.spaceId, this.world)), ...(await this.groupWatch.checkStep(store, this.spaceId))];
   }
 
-  /** `fifo`: only where the journal order is the commit order (transactions one at a time). */
-  checkFinal(store: Store, journal: readonly JournalEvent[], nowMs: number, fifo: boolean): Promise<string[]> {
-    return checkTasksFinal(store, this.spaceId, this.world, journal, this.ledger, nowMs, fifo);
+  /**
+   * `fifo`: only where the journal order is the commit order (transactions one at a time).
+   * `sweptUntilMs`: a group deadline before it has seen the deadline sweep run after it.
+   */
+  async checkFinal(store: Store, journal: readonly JournalEvent[], nowMs: number, fifo: boolean, sweptUntilMs: number): Promise<string[]> {
+    return [...(await checkTasksFinal(store, this.spaceId, this.world, journal, this.ledger, nowMs, fifo)), ...(await checkGroupsFinal(store, this.spaceId, journal, this.groups, sweptUntilMs))];
   }
 }

@@ -79,6 +79,19 @@ describe('task journal replay', () => {
     expect(problemsOf(journal, { m1: [1, null], m2: [2, gpu(1)] })).toContainEqual(expect.stringContaining('passed over the older READY delivery m1'));
   });
 
+  it('holds FIFO over the subtree of the claim scope (the gate scope of a group below it), and names a claim from outside the subtree', () => {
+    // m1 is a group member in gate scope 'gate' below 'scope'; an admit on 'scope' takes m2 over it.
+    const group = at(0, 'group.created', 'group', 'g1', { groupId: 'g1', parentScopeId: 'scope' });
+    const inGate = (m: string) => ({ ...sent(m), scopeId: 'gate' });
+    const onScope = (e: JournalEvent, claimScopeId: string) => ({ ...e, data: { ...e.data, claimScopeId } });
+    const passedOver = [{ ...group, scopeId: 'gate' }, inGate('m1'), sent('m2'), onScope(claimedBy('m2', 1, none), 'scope')];
+    expect(problemsOf(passedOver, { m1: [1, null], m2: [2, null] })).toContainEqual(expect.stringContaining('passed over the older READY delivery m1'));
+    // The member taken first, then m2: sound. Without the group, a claim on 'scope' of the gate's delivery is from outside its subtree.
+    const inOrder = [{ ...group, scopeId: 'gate' }, inGate('m1'), sent('m2'), onScope(claimedBy('m1', 1, none), 'scope'), onScope(claimedBy('m2', 1, none, 1_000, 'v:0'), 'scope')];
+    expect(problemsOf(inOrder, { m1: [1, null], m2: [2, null] }, true).filter((p) => !p.includes('still'))).toEqual([]);
+    expect(problemsOf(inOrder.slice(1), { m1: [1, null], m2: [2, null] })).toContainEqual(expect.stringContaining('claimed at 1970-01-01T00:00:01.000Z by a request on scope scope, which is not its scope nor above it'));
+  });
+
   it('names a claim that ended keeping its units, a release of what was not held, a failed claim leaving its reservation ACTIVE, and leftovers', () => {
     const kept = [sent('m1'), poolClaimed('m1', 2, 2), claimedBy('m1', 1, withGpu(2)), ended('m1', 'nacked', 1)];
     const keptProblems = problemsOf(kept, {}, false);

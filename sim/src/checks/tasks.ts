@@ -67,8 +67,9 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  */
 export class TaskLedger {
   readonly taskIdByKey = new Map<string, string>();
-  /** Every task a submitter heard of, in the order heard: what the cancellers pick from. */
+  /** Every task a submitter or coordinator heard of, in the order heard: what the cancellers pick from. */
   readonly taskIds: string[] = [];
+  private readonly heardIds = new Set<string>();
   readonly claims = new Map<string, ClaimRecord>();
   /** Per message, when a complete that answered 200 was first heard. */
   private readonly ackedHeardAtMs = new Map<string, number>();
@@ -82,7 +83,7 @@ export class TaskLedger {
     if (known !== undefined && known !== taskId) this.violation(`taskKey ${taskKey} answered two tasks: ${known} and ${taskId}`);
     if (known !== undefined) return;
     this.taskIdByKey.set(taskKey, taskId);
-    this.taskIds.push(taskId);
+    this.heardOf(taskId);
   }
 
   readonly stats: TaskRuntimeStats = { admitted: 0, redelivered: 0, completed: 0, nackedRetry: 0, nackedNoRetry: 0, leaseLostAnswers: 0, leaseLostEvents: { LEASE_LOST: 0, EXPIRED: 0 } };
@@ -135,6 +136,13 @@ export class TaskLedger {
     const record = this.claims.get(token);
     if (record?.runtimeLostAtMs === undefined) return;
     this.violation(`runtime: ${record.session} sent ${what} for task delivery ${record.messageId} (attempt ${record.attempt}) at ${iso(atMs)} with a token whose lease it reported lost at ${iso(record.runtimeLostAtMs)}`);
+  }
+
+  /** A task heard of other than by submit (a group's member, an outside task a coordinator joined): the canceller may pick it too. */
+  heardOf(taskId: string): void {
+    if (this.heardIds.has(taskId)) return;
+    this.heardIds.add(taskId);
+    this.taskIds.push(taskId);
   }
 
   cancelAnswered(taskId: string): void {
@@ -196,6 +204,18 @@ export interface TaskReplay {
   poolInUse: Map<string, number>;
   workLimitInUse: Map<string, number>;
   reservations: Map<string, Reservation>;
+  /** A group's gate scope → its parentScopeId (group.created): a claim on a scope takes from its whole subtree. */
+  scopeParents: Map<string, string>;
+}
+
+/** Is `scopeId` the claim's scope or below it (a gate scope of a group under it, at any depth)? */
+export function inSubtree(scopeParents: ReadonlyMap<string, string>, scopeId: string, claimScopeId: string): boolean {
+  const seen = new Set<string>();
+  for (let s: string | undefined = scopeId; s !== undefined && !seen.has(s); s = scopeParents.get(s)) {
+    if (s === claimScopeId) return true;
+    seen.add(s);
+  }
+  return false;
 }
 
 const terminalTaskEvents = new Set(['task.succeeded', 'task.failed', 'task.cancelled', 'task.expired']);
@@ -218,6 +238,7 @@ export function replayTasks(journal: readonly JournalEvent[], world: TaskWorld, 
     poolInUse: new Map(world.pools.map((p) => [p.id, 0])),
     workLimitInUse: new Map(world.workLimits.map((w) => [w.id, 0])),
     reservations: new Map(),
+    scopeParents: new Map(),
   };
   const state = new ResourceState(world, replay);
   let pending: PendingClaim[] = [];
@@ -234,7 +255,9 @@ export function replayTasks(journal: readonly JournalEvent[], world: TaskWorld, 
       pending.push({ messageId: String(e.data.messageId), event: e });
       continue;
     }
-    if (e.aggregateType === 'mailbox' && mailboxes.has(e.aggregateId)) {
+    if (e.type === 'group.created' && typeof e.data.parentScopeId === 'string' && e.scopeId) {
+      replay.scopeParents.set(e.scopeId, e.data.parentScopeId);
+    } else if (e.aggregateType === 'mailbox' && mailboxes.has(e.aggregateId)) {
       onDeliveryEvent(e, replay, state, facts, pending, problems, fifo);
       pending = [];
     } else if (e.aggregateType === 'task') {
@@ -297,6 +320,8 @@ function onClaimed(e: JournalEvent, d: Delivery, replay: TaskReplay, state: Reso
   const at = iso(e.occurredAt);
   if (d.state === 'CLAIMED') problems.push(`task delivery ${d.id} claimed by ${String(e.data.holderSession)} at ${at} while ${d.holderSession}'s claim (lease until ${iso(d.leaseExpiresAtMs)}) had not ended: two live leases`);
   else if (d.state !== 'READY') problems.push(`task delivery ${d.id} claimed at ${at} after it was ${d.state}`);
+  const claimScopeId = String(e.data.claimScopeId ?? d.scopeId);
+  if (!inSubtree(replay.scopeParents, d.scopeId, claimScopeId)) problems.push(`task delivery ${d.id} (scope ${d.scopeId}) claimed at ${at} by a request on scope ${claimScopeId}, which is not its scope nor above it`);
   const attempt = Number(e.data.attempt);
   if (attempt > maxAttempts) problems.push(`task delivery ${d.id} claimed for attempt ${attempt} > ${maxAttempts}`);
   if (attempt !== d.attempt + 1) problems.push(`task delivery ${d.id}: claim counted attempt ${attempt} after ${d.attempt}`);
@@ -339,15 +364,17 @@ function checkAllOrNothing(messageId: string, claimed: ClaimedView, pending: Pen
 }
 
 /**
- * No older READY delivery of the same mailbox and scope was admissible at the admission's
- * position in the journal (the state before its own claims): admission is FIFO among the
+ * No older READY delivery of the same mailbox in the claim's scope subtree (the scope the admit
+ * named and the gate scopes of groups below it) was admissible at the admission's position in
+ * the journal (the state before its own claims): admission is FIFO over that subtree among the
  * admissible ones, passing over only those whose resources were short.
  */
 function checkFifo(e: JournalEvent, d: Delivery, replay: TaskReplay, state: ResourceState, facts: ReadonlyMap<string, DeliveryFacts>, problems: string[]): void {
   const mine = facts.get(d.id);
   if (!mine) return void problems.push(`task delivery ${d.id} was admitted but is not in the store`);
+  const claimScopeId = String(e.data.claimScopeId ?? d.scopeId);
   for (const other of replay.deliveries.values()) {
-    if (other.state !== 'READY' || other.mailboxId !== d.mailboxId || other.scopeId !== d.scopeId || other.id === d.id) continue;
+    if (other.state !== 'READY' || other.mailboxId !== d.mailboxId || other.id === d.id || !inSubtree(replay.scopeParents, other.scopeId, claimScopeId)) continue;
     const theirs = facts.get(other.id);
     if (!theirs || theirs.seq >= mine.seq) continue;
     if (state.admissible(theirs.requirements, e.occurredAt)) {
@@ -649,7 +676,8 @@ function checkClients(replay: TaskReplay, ledger: TaskLedger, deliveries: Awaite
       if (end?.type !== 'message.acked') problems.push(`task delivery ${claim.messageId}: ${claim.session}'s complete answered 200 but its claim (attempt ${claim.attempt}) ended by ${end?.type ?? 'nothing'}`);
       const taskId = deliveries.get(claim.messageId)?.taskId;
       const terminal = taskId ? replay.terminals.get(taskId)?.[0] : undefined;
-      if (taskId && terminal !== 'task.succeeded') problems.push(`task ${taskId}: the complete of its delivery answered 200 but its terminal outcome is ${terminal ?? 'none'}`);
+      // A task whose deadline passed while its delivery was claimed is EXPIRED, and the claim runs on: its complete no longer changes the task.
+      if (taskId && terminal !== 'task.succeeded' && terminal !== 'task.expired') problems.push(`task ${taskId}: the complete of its delivery answered 200 but its terminal outcome is ${terminal ?? 'none'}`);
     }
     if (claim.leaseLostHeardAtMs !== undefined && claim.leaseLostHeardAtMs < claim.leaseExpiresAtMs && claim.completedHeardAtMs === undefined && (end === undefined || end.atMs > claim.leaseLostHeardAtMs)) {
       problems.push(`task delivery ${claim.messageId}: ${claim.session} heard LEASE_LOST at ${iso(claim.leaseLostHeardAtMs)}, before its lease ran out at ${iso(claim.leaseExpiresAtMs)}, and nothing had ended the claim`);

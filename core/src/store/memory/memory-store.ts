@@ -8,6 +8,7 @@ import { memoryPools } from './pools';
 import { memoryBarriers } from './barriers';
 import { memoryMessages } from './messages';
 import { memoryTasks } from './tasks';
+import { memoryGroups } from './groups';
 import type { ApiKey, Org, Space } from '../../tenancy/model';
 import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
 import type { Store, Tx } from '../store';
@@ -101,13 +102,17 @@ export class MemoryStore implements Store {
   private buildRepositories(): Repositories {
     const { orgs, spaces, apiKeys, budgets, reservations, entries, events, idempotency } = this;
     const lock = (_options?: LockOptions): void => undefined; // transactions are already exclusive
+    const { tasks } = memoryTasks(this.log, () => this.events.scan());
+    const { taskGroups, scopeSubtree } = memoryGroups(this.log, tasks);
+    const messageRepositories = memoryMessages(this.log, scopeSubtree);
     return {
       savepoints: { attempt: (work) => this.attemptInSavepoint(work) },
       ...memoryAllowances(this.allowanceTables),
       ...memoryPools(this.poolTables),
       barriers: memoryBarriers(this.log),
-      ...memoryMessages(this.log),
-      ...memoryTasks(this.log, () => this.events.scan()),
+      ...messageRepositories,
+      tasks,
+      taskGroups,
       orgs: {
         insert: async (org) => insertNew(orgs, org.id, org),
         get: async (id) => orgs.get(id),

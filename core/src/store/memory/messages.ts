@@ -14,7 +14,7 @@ const bySeq = (a: Message, b: Message): number => a.seq - b.seq;
  * Mailboxes and messages in memory. Transactions run one at a time, so a lock is a no-op and a
  * claim is a scan, the core rule and a write: the SQL store does the same in one UPDATE.
  */
-export function memoryMessages(undoLog: () => (() => void)[] | undefined): { mailboxes: MailboxRepository; messages: MessageRepository } {
+export function memoryMessages(undoLog: () => (() => void)[] | undefined, scopeSubtree: (spaceId: string, scopeId: string) => string[]): { mailboxes: MailboxRepository; messages: MessageRepository } {
   const mailboxes = new MemoryTable<Mailbox>(undoLog);
   const messages = new MemoryTable<Message>(undoLog);
   // Like a SQL sequence: never rolled back, so a failed transaction leaves a gap, never a reuse.
@@ -41,6 +41,10 @@ export function memoryMessages(undoLog: () => (() => void)[] | undefined): { mai
       },
       get: async (spaceId, id, options) => (lock(options), mailboxes.get(key(spaceId, id))),
       getByName: async (spaceId, name) => findMailbox(spaceId, name),
+      getForClaim: async (spaceId, id, scopeId) => {
+        const mailbox = mailboxes.get(key(spaceId, id));
+        return mailbox && { mailbox, scopeIds: scopeSubtree(spaceId, scopeId) };
+      },
       list: async (spaceId, afterName, limit) =>
         [...mailboxes.scan()]
           .filter((m) => m.spaceId === spaceId && (afterName === null || m.name > afterName))
@@ -70,11 +74,11 @@ export function memoryMessages(undoLog: () => (() => void)[] | undefined): { mai
         return { mailbox: Math.min(caps.mailbox, live.filter((m) => m.mailboxId === mailboxId).length), space: Math.min(caps.space, live.length) };
       },
       claimNext: async (c) => {
-        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId && (m.state === 'READY' || (m.state === 'CLAIMED' && plantedBugs.has('message-claims-leased'))));
+        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && (m.state === 'READY' || (m.state === 'CLAIMED' && plantedBugs.has('message-claims-leased'))));
         return oldest && write(claim(oldest.state === 'CLAIMED' ? { ...oldest, state: 'READY' } : oldest, c));
       },
       claimCandidate: async (c) => {
-        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && m.scopeId === c.scopeId && m.taskId !== null && m.state === 'READY' && m.seq > c.afterSeq);
+        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && m.taskId !== null && m.state === 'READY' && m.seq > c.afterSeq);
         if (!oldest) return undefined;
         if (oldest.requirements !== null) return { message: oldest, claimed: false };
         return { message: write(claim(oldest, c)), claimed: true };

@@ -2,6 +2,19 @@ import type { Store, Tx } from '@baton/core';
 import type { SqlDriver } from './driver';
 import { sqlRepositories } from './repositories/index';
 
+/** Tries of one transaction refused for lock conflicts before the conflict is the caller's error. */
+const maxTransactionAttempts = 30;
+
+/** lock_not_available (NOWAIT), deadlock_detected, serialization_failure: nothing was written, trying again is safe. */
+const transientConflicts = new Set(['55P03', '40P01', '40001']);
+
+function isTransientConflict(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && transientConflicts.has(String((error as { code?: unknown }).code));
+}
+
+// A backoff pause between transaction attempts: I/O pacing, not domain time, so not the injected clock.
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
  * The Store over PostgreSQL or PGlite: the same repositories and SQL on both, only the driver
  * differs. Transactions run at READ COMMITTED; the repositories take the row and advisory
@@ -9,13 +22,30 @@ import { sqlRepositories } from './repositories/index';
  */
 export class SqlStore implements Store {
   readonly kind: 'postgres' | 'pglite';
+  /** Transactions run again after a transient lock conflict, since start: how often contention bites. */
+  retriedTransactions = 0;
 
   constructor(readonly driver: SqlDriver) {
     this.kind = driver.kind;
   }
 
-  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.driver.transaction((q) => work(sqlRepositories(q)));
+  /**
+   * Runs `work` in a transaction, and again from the start when PostgreSQL refused it for a
+   * passing lock conflict: a NOWAIT lock that was busy (a group's decision reaching for a member
+   * another transaction holds, docs/lock-order.md), or a deadlock it broke. The rollback has
+   * released everything, so the retry waits its turn behind whoever held the lock; a short,
+   * growing, jittered pause keeps retries from spinning against a transaction still running.
+   */
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.driver.transaction((q) => work(sqlRepositories(q)));
+      } catch (error) {
+        if (!isTransientConflict(error) || attempt >= maxTransactionAttempts) throw error;
+        this.retriedTransactions += 1;
+        await pause(Math.random() * Math.min(50, 2 ** attempt));
+      }
+    }
   }
 
   /** Each statement runs on its own (autocommit) and sees what was committed when it started. */

@@ -1,4 +1,5 @@
 import { assert, type Allowance, type AllowanceRepository, type AllowanceWaiter, type AllowanceWaiterRepository, type Consumption, type ConsumptionRepository } from '@baton/core';
+import { lockClause } from './lock-clause';
 import { timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
 
@@ -39,7 +40,7 @@ export function sqlAllowances(q: SqlQueryable): AllowanceRepository {
       await q.query(`INSERT INTO allowances (${allowanceColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, allowanceParams(a));
     },
     async get(spaceId, id, options) {
-      const lock = options?.forUpdate ? ' FOR UPDATE' : '';
+      const lock = lockClause(options);
       const [row] = await q.query<Row>(`SELECT ${allowanceColumns} FROM allowances WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
       return row && toAllowance(row);
     },
@@ -103,7 +104,7 @@ export function sqlAllowanceWaiters(q: SqlQueryable): AllowanceWaiterRepository 
       await q.query(`INSERT INTO allowance_waiters (${waiterColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, waiterParams(w));
     },
     async get(spaceId, id, options) {
-      const lock = options?.forUpdate ? ' FOR UPDATE' : '';
+      const lock = lockClause(options);
       const [row] = await q.query<Row>(`SELECT ${waiterColumns} FROM allowance_waiters WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
       return row && toWaiter(row);
     },

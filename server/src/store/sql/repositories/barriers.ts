@@ -1,4 +1,5 @@
 import { assert, type Barrier, type BarrierArrival, type BarrierRepository, type BarrierState } from '@baton/core';
+import { lockClause } from './lock-clause';
 import { timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
 
@@ -62,7 +63,7 @@ export function sqlBarriers(q: SqlQueryable): BarrierRepository {
       await q.query(`INSERT INTO barriers (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, params(barrier));
     },
     async get(spaceId, id, options) {
-      const lock = options?.forUpdate ? ' FOR UPDATE' : '';
+      const lock = lockClause(options);
       const [row] = await q.query<BarrierRow>(`SELECT ${columns} FROM barriers WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
       return row && toBarrier(row);
     },

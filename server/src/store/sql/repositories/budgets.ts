@@ -1,4 +1,5 @@
 import { assert, type Budget, type BudgetRepository } from '@baton/core';
+import { lockClause } from './lock-clause';
 import { bigintParam, timeParam, toBigint, toInt, toMs, toText } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
 
@@ -57,7 +58,7 @@ export function sqlBudgets(q: SqlQueryable): BudgetRepository {
       await q.query(`INSERT INTO budgets (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, params(budget));
     },
     async get(spaceId, id, options) {
-      const lock = options?.forUpdate ? ' FOR UPDATE' : '';
+      const lock = lockClause(options);
       const [row] = await q.query<BudgetRow>(`SELECT ${columns} FROM budgets WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
       return row && toBudget(row);
     },

@@ -14,6 +14,7 @@ import { sqlSavepoints } from './savepoints';
 import { sqlReservations } from './reservations';
 import { sqlSpaces } from './spaces';
 import { sqlTasks } from './tasks';
+import { sqlTaskGroups } from './groups';
 import { sqlWorkLimits } from './work-limits';
 
 /** The repositories over one connection or transaction. Cheap: plain closures, no state. */
@@ -37,5 +38,6 @@ export function sqlRepositories(q: SqlQueryable): Repositories {
     mailboxes: sqlMailboxes(q),
     messages: sqlMessages(q),
     tasks: sqlTasks(q),
+    taskGroups: sqlTaskGroups(q),
   };
 }

@@ -1,4 +1,5 @@
 import { assert, type Reservation, type ReservationRepository, type ReservationState } from '@baton/core';
+import { lockClause } from './lock-clause';
 import { bigintParam, timeParam, timeParamOrNull, toBigint, toMs, toMsOrNull, toText } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
 
@@ -64,7 +65,7 @@ export function sqlReservations(q: SqlQueryable): ReservationRepository {
       await q.query(`INSERT INTO reservations (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, params(reservation));
     },
     async get(spaceId, id, options) {
-      const lock = options?.forUpdate ? ' FOR UPDATE' : '';
+      const lock = lockClause(options);
       const [row] = await q.query<ReservationRow>(`SELECT ${columns} FROM reservations WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
       return row && toReservation(row);
     },

@@ -1,4 +1,5 @@
 import { assert, assertTask, type JournalEvent, type Task, type TaskRepository, type TaskSubscriber } from '@baton/core';
+import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toBigint, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlQueryable } from '../driver';
 import { encodePosition } from './events';
@@ -6,7 +7,7 @@ import { encodePosition } from './events';
 type Row = Record<string, unknown>;
 
 const columns =
-  'space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input, requirements, work_limit, deadline, attempts, outcome, failure_reason, message_id, created_at, updated_at';
+  'space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input, requirements, work_limit, deadline, attempts, outcome, failure_reason, message_id, created_at, updated_at, group_id';
 
 function toTask(r: Row): Task {
   const t: Task = {
@@ -25,6 +26,7 @@ function toTask(r: Row): Task {
     outcome: fromJson(r.outcome),
     failureReason: toTextOrNull(r.failure_reason),
     messageId: toTextOrNull(r.message_id),
+    groupId: toTextOrNull(r.group_id),
     createdAt: toMs(r.created_at),
     updatedAt: toMs(r.updated_at),
   };
@@ -48,17 +50,17 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
       assertTask(t);
       // DO NOTHING on the taskKey only: a submit racing another of the same key answers as a join.
       const inserted = await q.query(
-        `INSERT INTO tasks (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17)
+        `INSERT INTO tasks (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
          ON CONFLICT (space_id, task_key) DO NOTHING RETURNING id`,
         [
           t.spaceId, t.id, t.taskKey, t.fingerprint, t.mailboxId, t.scopeId, t.state, jsonParam(t.input), jsonParam(t.requirements), t.workLimit, timeParamOrNull(t.deadline),
-          t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.createdAt), timeParam(t.updatedAt),
+          t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.createdAt), timeParam(t.updatedAt), t.groupId,
         ],
       );
       return inserted.length === 1;
     },
     async get(spaceId, id, options) {
-      const lock = options?.forUpdate ? ' FOR UPDATE' : '';
+      const lock = lockClause(options);
       const [row] = await q.query<Row>(`SELECT ${columns} FROM tasks WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
       return row && toTask(row);
     },

@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InvariantViolation, type Mailbox, type Store, type Task, type TaskGroup } from '@baton/core';
+import { insertTenant, storeTargets } from './support/databases';
+
+/** Task groups, their members and the claim scopes below a scope, through the repository interfaces on every store. */
+const T0 = 1_700_000_000_000;
+
+describe.each(storeTargets())('task group store conformance on $name', (target) => {
+  let store: Store;
+  let closeStore: () => Promise<void>;
+  let spaceId: string;
+  let box: Mailbox;
+
+  beforeEach(async () => {
+    const opened = await target.open();
+    store = opened.store;
+    closeStore = opened.close;
+    spaceId = randomUUID();
+    box = { id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
+    await store.transaction(async (tx) => {
+      await insertTenant(tx, randomUUID(), spaceId, T0);
+      await tx.mailboxes.insert(box);
+    });
+  });
+  afterEach(async () => closeStore());
+
+  const group = (over: Partial<TaskGroup> = {}): TaskGroup => ({
+    id: randomUUID(), spaceId, scopeId: randomUUID(), parentScopeId: null, mailboxId: box.id, condition: 'N_ACCEPTED', threshold: 2, expectedMembers: 3, deadline: null,
+    state: 'OPEN', outcome: null, outcomeReason: null, memberCount: 0, decidedAt: null, createdAt: T0, updatedAt: T0, ...over,
+  });
+  const task = (over: Partial<Task> = {}): Task => ({
+    id: randomUUID(), spaceId, taskKey: `k-${randomUUID()}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId: randomUUID(), state: 'PENDING', input: null,
+    requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, groupId: null,
+    createdAt: T0, updatedAt: T0, ...over,
+  });
+  const insertGroup = async (g: TaskGroup): Promise<TaskGroup> => (await store.transaction((tx) => tx.taskGroups.insert(g)), g);
+  const insertTask = async (t: Task): Promise<Task> => (expect(await store.transaction((tx) => tx.tasks.insert(t))).toBe(true), t);
+  const member = (g: TaskGroup, t: Task, position: number) => ({ spaceId, groupId: g.id, taskId: t.id, position, verdict: 'PENDING' as const, joinedAt: T0 + position, verdictAt: null });
+
+  it('round-trips a group, and an update writes its state, outcome and membership', async () => {
+    const g = await insertGroup(group({ parentScopeId: randomUUID(), deadline: T0 + 60_000 }));
+    expect(await store.read((tx) => tx.taskGroups.get(spaceId, g.id))).toEqual(g);
+    expect(await store.read((tx) => tx.taskGroups.get(randomUUID(), g.id))).toBeUndefined();
+    const decided: TaskGroup = { ...g, state: 'DECIDED', outcome: 'FAILED', outcomeReason: 'THRESHOLD_UNREACHABLE', memberCount: 1, decidedAt: T0 + 5, updatedAt: T0 + 5 };
+    await store.transaction((tx) => tx.taskGroups.update(decided));
+    expect(await store.read((tx) => tx.taskGroups.get(spaceId, g.id, { forUpdate: true }))).toEqual(decided);
+  });
+
+  it('refuses to store a group that breaks its invariants', async () => {
+    await expect(insertGroup(group({ state: 'DECIDED' }))).rejects.toThrow(InvariantViolation);
+    await expect(insertGroup(group({ condition: 'FIRST_ACCEPTED', threshold: 2 }))).rejects.toThrow(InvariantViolation);
+    await expect(insertGroup(group({ expectedMembers: 2, memberCount: 2 }))).rejects.toThrow(InvariantViolation);
+  });
+
+  it('lists in (createdAt, id) order with a state filter, after a position', async () => {
+    const a = await insertGroup(group({ createdAt: T0 }));
+    const b = await insertGroup(group({ createdAt: T0 + 1, state: 'SEALED' }));
+    const c = await insertGroup(group({ createdAt: T0 + 1, state: 'DECIDED', outcome: 'SUCCEEDED', outcomeReason: 'THRESHOLD_MET', decidedAt: T0 + 2 }));
+    const [first, second] = [b, c].sort((x, y) => (x.id < y.id ? -1 : 1));
+    expect((await store.read((tx) => tx.taskGroups.list(spaceId, null, null, 10))).map((g) => g.id)).toEqual([a.id, first!.id, second!.id]);
+    expect((await store.read((tx) => tx.taskGroups.list(spaceId, ['SEALED', 'DECIDED'], null, 10))).map((g) => g.id)).toEqual([first!.id, second!.id]);
+    expect((await store.read((tx) => tx.taskGroups.list(spaceId, null, { createdAt: first!.createdAt, id: first!.id }, 10))).map((g) => g.id)).toEqual([second!.id]);
+    expect(await store.read((tx) => tx.taskGroups.list(spaceId, null, null, 1))).toHaveLength(1);
+  });
+
+  it('adds a member only to a task that is in no group, and writes the groupId onto the task', async () => {
+    const g = await insertGroup(group());
+    const other = await insertGroup(group());
+    const t = await insertTask(task());
+    expect(await store.transaction((tx) => tx.taskGroups.addMember(member(g, t, 1)))).toBe(true);
+    expect((await store.read((tx) => tx.tasks.get(spaceId, t.id)))?.groupId).toBe(g.id);
+    expect(await store.transaction((tx) => tx.taskGroups.addMember(member(other, t, 1)))).toBe(false);
+    expect(await store.transaction((tx) => tx.taskGroups.addMember(member(g, t, 2)))).toBe(false);
+    expect(await store.read((tx) => tx.taskGroups.listMembers(spaceId, other.id))).toEqual([]);
+    expect(await store.read((tx) => tx.taskGroups.getMember(spaceId, other.id, t.id))).toBeUndefined();
+  });
+
+  it('reads members in join order with their task states, and writes verdicts', async () => {
+    const g = await insertGroup(group());
+    const [a, b] = [await insertTask(task({ state: 'SUCCEEDED', attempts: 1 })), await insertTask(task())];
+    await store.transaction(async (tx) => {
+      expect(await tx.taskGroups.addMember(member(g, b, 1))).toBe(true);
+      expect(await tx.taskGroups.addMember(member(g, a, 2))).toBe(true);
+    });
+    await store.transaction((tx) => tx.taskGroups.setVerdict(spaceId, g.id, a.id, 'ACCEPTED', T0 + 9));
+    const members = await store.read((tx) => tx.taskGroups.listMembers(spaceId, g.id));
+    expect(members).toEqual([
+      { ...member(g, b, 1), taskState: 'PENDING' },
+      { ...member(g, a, 2), verdict: 'ACCEPTED', verdictAt: T0 + 9, taskState: 'SUCCEEDED' },
+    ]);
+    expect(await store.read((tx) => tx.taskGroups.getMember(spaceId, g.id, a.id))).toEqual(members[1]);
+  });
+
+  it('claims undecided groups whose deadline passed, earliest first; another transaction skips those held', async () => {
+    const late = await insertGroup(group({ deadline: T0 + 2_000 }));
+    const early = await insertGroup(group({ deadline: T0 + 1_000, state: 'SEALED' }));
+    await insertGroup(group({ deadline: T0 + 9_000 }));
+    await insertGroup(group({ deadline: T0, state: 'DECIDED', outcome: 'FAILED', outcomeReason: 'DEADLINE_EXCEEDED', decidedAt: T0 }));
+    expect((await store.transaction((tx) => tx.taskGroups.claimDeadlinePassed(T0 + 5_000, 10))).map((g) => g.id)).toEqual([early.id, late.id]);
+    if (!target.concurrentTransactions) return;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let claimed!: () => void;
+    const first = new Promise<void>((resolve) => (claimed = resolve));
+    const holder = store.transaction(async (tx) => {
+      expect((await tx.taskGroups.claimDeadlinePassed(T0 + 5_000, 1)).map((g) => g.id)).toEqual([early.id]);
+      claimed();
+      await held;
+    });
+    await first;
+    expect((await store.transaction((tx) => tx.taskGroups.claimDeadlinePassed(T0 + 5_000, 10))).map((g) => g.id)).toEqual([late.id]);
+    release();
+    await holder;
+  });
+
+  it('answers a mailbox with the scopes a claim takes from: the scope, then every gate scope below it', async () => {
+    const root = randomUUID();
+    const child = await insertGroup(group({ parentScopeId: root }));
+    const grandchild = await insertGroup(group({ parentScopeId: child.scopeId }));
+    await insertGroup(group({ parentScopeId: randomUUID() }));
+    const found = await store.read((tx) => tx.mailboxes.getForClaim(spaceId, box.id, root));
+    expect(found?.mailbox).toEqual(box);
+    expect(found?.scopeIds[0]).toBe(root);
+    expect([...found!.scopeIds].sort()).toEqual([root, child.scopeId, grandchild.scopeId].sort());
+    expect((await store.read((tx) => tx.mailboxes.getForClaim(spaceId, box.id, grandchild.scopeId)))?.scopeIds).toEqual([grandchild.scopeId]);
+    expect(await store.read((tx) => tx.mailboxes.getForClaim(spaceId, randomUUID(), root))).toBeUndefined();
+    expect((await store.read((tx) => tx.mailboxes.getForClaim(randomUUID(), box.id, root)))).toBeUndefined();
+  });
+
+  it('claims across a scope subtree in send order, and only within it', async () => {
+    const root = randomUUID();
+    const child = await insertGroup(group({ parentScopeId: root }));
+    const send = (scopeId: string) =>
+      store.transaction((tx) =>
+        tx.messages.insert({
+          id: randomUUID(), spaceId, mailboxId: box.id, scopeId, payload: null, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
+          tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
+        }),
+      );
+    const inChild = await send(child.scopeId);
+    await send(randomUUID());
+    const inRoot = await send(root);
+    const claim = (scopeIds: string[]) =>
+      store.transaction((tx) => tx.messages.claimNext({ spaceId, mailboxId: box.id, scopeIds, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0 }));
+    expect((await claim([root, child.scopeId]))?.id).toBe(inChild.id);
+    expect((await claim([root, child.scopeId]))?.id).toBe(inRoot.id);
+    expect(await claim([root, child.scopeId])).toBeUndefined();
+  });
+});
