@@ -190,7 +190,7 @@ export async function giveVerdict(ctx: OpContext, id: string, taskId: string, ve
   if (checkVerdict(member.verdict, verdict, taskId, member.taskState)) {
     await ctx.tx.taskGroups.setVerdict(ctx.spaceId, id, taskId, verdict, ctx.nowMs);
     events.push(groupEvent(group, eventTypes.groupVerdict, { taskId, verdict, taskState: member.taskState, groupState: group.state }));
-    if (group.state !== 'DECIDED' || plantedBugs.has('group-decides-twice')) await evaluate(ctx, group, events);
+    await evaluate(ctx, group, events);
   }
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
   return { taskId, verdict, group: await getGroup(ctx.tx, ctx.spaceId, id) };
@@ -234,13 +234,15 @@ async function applyDeadline(ctx: OpContext, group: TaskGroup, events: NewEvent[
  * group as it now is.
  */
 async function evaluate(ctx: OpContext, group: TaskGroup, events: NewEvent[]): Promise<TaskGroup> {
-  const twice = plantedBugs.has('group-decides-twice') && group.state === 'DECIDED';
-  if (group.state === 'DECIDED' && !twice) return group;
+  if (group.state === 'DECIDED' && !plantedBugs.has('group-decides-twice')) return group;
   const members = await ctx.tx.taskGroups.listMembers(ctx.spaceId, group.id);
-  const decision = decide(twice ? { ...group, state: 'SEALED', outcome: null, outcomeReason: null } : group, members, ctx.nowMs);
+  const decision = decide(group.state === 'DECIDED' ? forgetDecision(group) : group, members, ctx.nowMs);
   if (!decision) return group;
   return decided(ctx, group, members, decision, events);
 }
+
+/** The planted group-decides-twice: a DECIDED group taken for an undecided, sealed one. */
+const forgetDecision = (group: TaskGroup): TaskGroup => ({ ...group, state: 'SEALED', outcome: null, outcomeReason: null, decidedAt: null });
 
 async function decided(ctx: OpContext, group: TaskGroup, members: readonly MemberRow[], decision: GroupDecision, events: NewEvent[]): Promise<TaskGroup> {
   const next: TaskGroup = { ...group, state: 'DECIDED', outcome: decision.outcome, outcomeReason: decision.outcomeReason, decidedAt: ctx.nowMs, updatedAt: ctx.nowMs };
