@@ -41,6 +41,7 @@ export * as admission from './admission/service';
 export * from './groups/model';
 export * from './groups/rules';
 export * as groups from './groups/service';
+export { endedMembers, groupWaitOver, liveMembers } from './groups/views';
 export type { TaskGroupRepository } from './store/group-repositories';
 export type { TaskRepository } from './store/task-repositories';
 export * from './events/model';

@@ -40,7 +40,7 @@ async function coordinatorSetup(name: string, handler: DeliveryHandler, concurre
   const worker = createWorker({ client, mailboxId, scopeId: parentScopeId, holder: `${name}-worker`, concurrency, leaseSeconds: 30, waitMs: 1_000, handler });
   workers.push(worker);
   worker.start();
-  const base = { mailboxId, parentScopeId, groupKey: `${name}-${randomUUID()}`, poll: { minWaitMs: 50, maxWaitMs: 200 } } satisfies Partial<RunGroupOptions>;
+  const base = { mailboxId, parentScopeId, groupKey: `${name}-${randomUUID()}` } satisfies Partial<RunGroupOptions>;
   return { client, base, worker };
 }
 

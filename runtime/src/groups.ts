@@ -73,7 +73,7 @@ export interface RunGroupOptions {
   /** Stops waiting (rejects with its reason); the group runs on. */
   signal?: AbortSignal;
   clock?: RuntimeClock;
-  /** The long poll's wait per round: from minWaitMs, doubling while nothing moves, up to maxWaitMs. Default 500 to 5,000. */
+  /** The long poll's wait per round: from minWaitMs, doubling while nothing moves, up to maxWaitMs. Default 30,000 (the server's cap) both. */
   poll?: { minWaitMs?: number; maxWaitMs?: number };
 }
 
@@ -122,8 +122,8 @@ export async function runGroup(client: TaskGroupApi, options: RunGroupOptions): 
     timeoutMs: options.timeoutMs,
     endsAtMs: options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : startedMs + options.timeoutMs,
     verify: options.verify ?? acceptEverySucceeded,
-    minWaitMs: options.poll?.minWaitMs ?? 500,
-    maxWaitMs: Math.min(options.poll?.maxWaitMs ?? 5_000, serverLongPollCapMs),
+    minWaitMs: options.poll?.minWaitMs ?? serverLongPollCapMs,
+    maxWaitMs: Math.min(options.poll?.maxWaitMs ?? serverLongPollCapMs, serverLongPollCapMs),
     ended: new Map(),
     settled: new Set(),
   };
@@ -237,11 +237,11 @@ async function findJoined(run: Run, gateScopeId: string, rest: Plan['members']):
 /**
  * Rounds of one GET /task-groups/{id}?waitMs=, then verdicts for the members that ended. The
  * group view carries every member's taskState, so one request per round watches them all (a
- * getTask per member would cost N); the long poll answers at once when the group decides (a
- * verdict, the deadline sweep, the last member ending), so the decision is seen without delay,
- * and the wait only bounds how late a member's end is noticed. The wait starts at minWaitMs,
- * doubles while nothing moves and drops back when a member joins or ends. A server that
- * answers before the wait (one draining) is waited out on the clock, so the loop never spins.
+ * getTask per member would cost N); the long poll answers as soon as the group decides or a
+ * member ends, so both are seen without delay and the wait only sets how often an idle group
+ * is asked again. The wait starts at minWaitMs, doubles while nothing moves and drops back when
+ * a member joins or ends. A server that answers before the wait with nothing moved (one
+ * draining) is waited out on the clock, so the loop never spins.
  */
 async function awaitDecision(run: Run, first: GroupView): Promise<GroupView> {
   let view = first;

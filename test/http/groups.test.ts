@@ -802,6 +802,21 @@ describe.each(storeTargets())('task groups over HTTP on $name', (target) => {
       expect(res.body).toMatchObject({ state: 'OPEN', members: [expect.objectContaining({ verdict: 'PENDING' })] });
     });
 
+    it('a member ending ends the wait, undecided: the coordinator can give its verdict at once', async () => {
+      const g = await newGroup({ condition: 'FIRST_ACCEPTED' });
+      const [a, b] = [await member(g.groupId), await member(g.groupId)];
+      await fail(g, a);
+      let answered = false;
+      const poll = server.api('GET', `/task-groups/${g.groupId}?waitMs=20000`);
+      void poll.then(() => (answered = true));
+      await parked();
+      expect(answered).toBe(false);
+      await succeed(g, b);
+      const res = await poll;
+      expect(res.body).toMatchObject({ state: 'OPEN', outcome: null });
+      expect(res.body.members.map((m: { taskState: string }) => m.taskState)).toEqual(['FAILED', 'SUCCEEDED']);
+    });
+
     it('a DECIDED group answers at once; a bad waitMs is 400', async () => {
       const g = await newGroup({ condition: 'ALL_TERMINAL' });
       await closeGroup(g.groupId);

@@ -1,4 +1,5 @@
 import type { GroupView } from '../schemas/groups';
+import { isTerminalTask } from '../tasks/model';
 import { isoFromMs } from '../time';
 import type { MemberRow, TaskGroup } from './model';
 
@@ -21,3 +22,18 @@ export function groupView(g: TaskGroup, members: readonly MemberRow[]): GroupVie
     updatedAt: isoFromMs(g.updatedAt),
   };
 }
+
+/**
+ * When a group long poll (GET /task-groups/{id}?waitMs=) is over: the group DECIDED, or a member
+ * ended that had not when the wait began (`endedAtStart`): what a coordinator waits for, to give
+ * its verdict. A member joining or starting does not end it.
+ */
+export function groupWaitOver(endedAtStart: ReadonlySet<string>, view: GroupView): boolean {
+  return view.state === 'DECIDED' || view.members.some((m) => isTerminalTask(m.taskState) && !endedAtStart.has(m.taskId));
+}
+
+/** The members of a group view whose task has ended. */
+export const endedMembers = (view: GroupView): Set<string> => new Set(view.members.filter((m) => isTerminalTask(m.taskState)).map((m) => m.taskId));
+
+/** The members of a group view whose task is still live: their ends are what a group long poll wakes on, with the group's own events. */
+export const liveMembers = (view: GroupView): string[] => view.members.filter((m) => !isTerminalTask(m.taskState)).map((m) => m.taskId);

@@ -37,7 +37,7 @@ export type JoinTaskBody = z.infer<typeof joinTaskBody>;
 export const groupListQuery = listQuery.extend({ state: stateFilter(groupStates) });
 export type GroupListQuery = z.infer<typeof groupListQuery>;
 
-export const groupGetQuery = z.object({ waitMs: longPollQueryWaitMs('the group is DECIDED', maxGroupWaitMs) });
+export const groupGetQuery = z.object({ waitMs: longPollQueryWaitMs('the group is DECIDED or a member ends', maxGroupWaitMs) });
 export type GroupGetQuery = z.infer<typeof groupGetQuery>;
 
 export const groupMemberParams = z.object({ spaceId: uuidInput, id: uuidInput, taskId: uuidInput });

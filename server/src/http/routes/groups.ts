@@ -1,8 +1,8 @@
-import { groups, schemas, topicOf } from '@baton/core';
+import { endedMembers, groups, groupWaitOver, liveMembers, schemas, topicOf } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
-import { longPoll } from '../long-poll';
+import { longPollOn, type Wake } from '../long-poll';
 import { runOperation } from '../operation';
 import { errorReplies } from './schema-helpers';
 
@@ -37,15 +37,25 @@ export function groupRoutes(deps: AppDeps) {
       config: read,
       schema: {
         tags,
-        description: 'The group: state, outcome, outcomeReason and members with their task states and verdicts. With waitMs, holds the reply until the group is DECIDED, the wait ends, or the server drains.',
+        description:
+          'The group: state, outcome, outcomeReason and members with their task states and verdicts. With waitMs, holds the reply until the group is DECIDED or a member ends that had not when the wait began (what a coordinator gives verdicts on), the wait ends, or the server drains.',
         params: schemas.idParams,
         querystring: schemas.groupGetQuery,
         response: { 200: schemas.groupView, ...errorReplies() },
       },
     }, async (request) => {
       const { id } = request.params;
+      const groupTopic = topicOf('group', id);
       const readView = () => deps.store.read((tx) => groups.getGroup(tx, space(request), id));
-      return longPoll(deps, topicOf('group', id), request.query.waitMs ?? 0, readView, (view) => view.state === 'DECIDED');
+      // The first read sets what "a member ended" is measured from; a member's end is a commit
+      // on its task's topic, so every live member's topic is armed besides the group's.
+      let endedAtStart: Set<string> | undefined;
+      const over = (view: schemas.GroupView): boolean => {
+        if (endedAtStart === undefined) endedAtStart = endedMembers(view);
+        return groupWaitOver(endedAtStart, view);
+      };
+      const wakeOf = (view: schemas.GroupView): Wake => ({ topics: [groupTopic, ...liveMembers(view).map((taskId) => topicOf('task', taskId))], atMs: null });
+      return longPollOn(deps, request.query.waitMs ?? 0, readView, over, wakeOf, [groupTopic]);
     });
 
     app.post('/task-groups/:id/tasks', {
