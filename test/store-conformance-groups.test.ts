@@ -90,6 +90,13 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
       { ...member(g, a, 2), verdict: 'ACCEPTED', verdictAt: T0 + 9, taskState: 'SUCCEEDED' },
     ]);
     expect(await store.read((tx) => tx.taskGroups.getMember(spaceId, g.id, a.id))).toEqual(members[1]);
+    const other = await insertGroup(group());
+    const c = await insertTask(task());
+    expect(await store.transaction((tx) => tx.taskGroups.addMember(member(other, c, 1)))).toBe(true);
+    const both = await store.read((tx) => tx.taskGroups.listMembersOf(spaceId, [other.id, g.id]));
+    expect(both.filter((m) => m.groupId === g.id)).toEqual(members);
+    expect(both.filter((m) => m.groupId === other.id).map((m) => m.taskId)).toEqual([c.id]);
+    expect(await store.read((tx) => tx.taskGroups.listMembersOf(spaceId, []))).toEqual([]);
   });
 
   it('claims undecided groups whose deadline passed, earliest first; another transaction skips those held', async () => {

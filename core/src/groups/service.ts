@@ -85,8 +85,8 @@ export async function listGroups(tx: Tx, spaceId: string, query: GroupListQuery)
   const after = query.cursor === undefined ? null : decodePositionCursor(query.cursor);
   const rows = await tx.taskGroups.list(spaceId, query.state ?? null, after, query.limit + 1);
   const page = rows.slice(0, query.limit);
-  const items: GroupView[] = [];
-  for (const g of page) items.push(await viewOf(tx, g));
+  const members = await tx.taskGroups.listMembersOf(spaceId, page.map((g) => g.id));
+  const items = page.map((g) => groupView(g, members.filter((m) => m.groupId === g.id)));
   return { items, nextCursor: rows.length > query.limit ? encodePositionCursor(page.at(-1)!) : null };
 }
 

@@ -25,6 +25,8 @@ export interface TaskGroupRepository {
   getMember(spaceId: string, groupId: string, taskId: string): Promise<MemberRow | undefined>;
   /** Every member with its task's state, in join order: what a decision reads (one statement in SQL). */
   listMembers(spaceId: string, groupId: string): Promise<MemberRow[]>;
+  /** The members of several groups, each group's in join order: a page of the group list in one statement. */
+  listMembersOf(spaceId: string, groupIds: readonly string[]): Promise<MemberRow[]>;
   /**
    * Undecided groups of any space whose deadline is at or before `nowMs`, earliest first, locked
    * for this transaction. Rows another transaction holds are skipped (SKIP LOCKED).

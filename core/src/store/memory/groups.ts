@@ -75,6 +75,11 @@ export function memoryGroups(undoLog: () => (() => void)[] | undefined, tasks: T
       for (const m of rows) out.push(await withTaskState(structuredClone(m)));
       return out;
     },
+    listMembersOf: async (spaceId, groupIds) => {
+      const out: MemberRow[] = [];
+      for (const groupId of groupIds) out.push(...(await taskGroups.listMembers(spaceId, groupId)));
+      return out;
+    },
     claimDeadlinePassed: async (nowMs, limit) =>
       [...groups.scan()]
         .filter((g) => g.state !== 'DECIDED' && g.deadline !== null && g.deadline <= nowMs)

@@ -108,6 +108,11 @@ export function sqlTaskGroups(q: SqlQueryable): TaskGroupRepository {
       const rows = await q.query<Row>(`${memberSelect} WHERE m.space_id = $1 AND m.group_id = $2 ORDER BY m.position`, [spaceId, groupId]);
       return rows.map(toMemberRow);
     },
+    async listMembersOf(spaceId, groupIds) {
+      if (groupIds.length === 0) return [];
+      const rows = await q.query<Row>(`${memberSelect} WHERE m.space_id = $1 AND m.group_id = ANY($2::text[]) ORDER BY m.group_id, m.position`, [spaceId, groupIds]);
+      return rows.map(toMemberRow);
+    },
     async claimDeadlinePassed(nowMs, limit) {
       const rows = await q.query<Row>(
         `SELECT ${qualified('g')} FROM task_groups g WHERE g.state <> 'DECIDED' AND g.deadline IS NOT NULL AND g.deadline <= $1
