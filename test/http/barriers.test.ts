@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalNotifier, Store } from '@baton/core';
 import { storeTargets } from '../support/databases';
-import { idem, startTestServer, type Reply, type TestServer } from '../support/server';
+import { allEvents, idem, startTestServer, type Reply, type TestServer } from '../support/server';
 
 const scopeId = '11111111-1111-4111-8111-111111111111';
 const unknownId = '22222222-2222-4222-8222-222222222222';
@@ -420,17 +420,6 @@ describe.each(storeTargets())('barriers over HTTP on $name', (target) => {
 
 /** A barrier's events once `count` are visible (on PostgreSQL a commit shows once older writers end). */
 async function barrierEvents(server: TestServer, id: string, count: number): Promise<any[]> {
-  for (let attempt = 0; ; attempt++) {
-    const out: any[] = [];
-    let cursor: string | undefined;
-    for (;;) {
-      const page = await server.api('GET', `/events?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
-      out.push(...page.body.items);
-      if (page.body.items.length === 0) break;
-      cursor = page.body.nextCursor;
-    }
-    const mine = out.filter((e) => e.aggregate.type === 'barrier' && e.aggregate.id === id);
-    if (mine.length >= count || attempt >= 100) return mine;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const mine = (all: any[]) => all.filter((e) => e.aggregate.type === 'barrier' && e.aggregate.id === id);
+  return mine(await allEvents(server, (all) => mine(all).length >= count));
 }
