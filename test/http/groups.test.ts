@@ -725,6 +725,16 @@ describe.each(storeTargets())('task groups over HTTP on $name', (target) => {
       expect(decided).toEqual([expect.objectContaining({ scopeId: g.scopeId, data: expect.objectContaining({ outcome: 'FAILED', outcomeReason: 'DEADLINE_EXCEEDED', from: 'OPEN' }) })]);
     });
 
+    it("members expiring in one sweep batch: the first one's end decides the group and cancels the other, which the sweep then leaves CANCELLED", async () => {
+      const g = await newGroup({ condition: 'N_ACCEPTED', threshold: 2, expectedMembers: 2 });
+      const deadline = iso(server.clock.now() + 10_000);
+      const [a, b] = [await member(g.groupId, { deadline }), await member(g.groupId, { deadline })];
+      await advance(10_000);
+      expect(await view(g.groupId)).toMatchObject({ state: 'DECIDED', outcome: 'FAILED', outcomeReason: 'THRESHOLD_UNREACHABLE' });
+      const states = [await task(a), await task(b)].map((t) => `${t.state} ${t.failureReason}`).sort();
+      expect(states).toEqual(['CANCELLED GROUP_DECIDED', 'EXPIRED DEADLINE_EXCEEDED']);
+    });
+
     it('an accept after the deadline passed cannot meet the threshold: the deadline decides first', async () => {
       const g = await newGroup({ condition: 'FIRST_ACCEPTED', deadline: iso(server.clock.now() + 5_000) });
       const a = await member(g.groupId);

@@ -324,12 +324,13 @@ export async function onFailedAttempt(ctx: OpContext, m: Message, reason: string
  * The deadline sweep: PENDING or RUNNING tasks whose deadline passed become EXPIRED, and a READY
  * delivery is cancelled (a CLAIMED one runs on; its complete no longer changes the task). A
  * member's expiry may decide its group, which cancels other members, some perhaps in this same
- * batch: each task is read again before it expires.
+ * batch: a member is read again before it expires.
  */
 export async function expireDeadlines(tx: Tx, nowMs: number, limit: number, random: Random): Promise<number> {
   const due = await tx.tasks.claimDeadlinePassed(nowMs, limit);
   for (const claimed of due) {
-    const task = await tx.tasks.get(claimed.spaceId, claimed.id);
+    // Only a group member can have been cancelled by an earlier row's decision: only they are read again.
+    const task = claimed.groupId === null ? claimed : await tx.tasks.get(claimed.spaceId, claimed.id);
     assert(task !== undefined, `due task ${claimed.id} vanished`);
     if (isTerminalTask(task.state)) continue;
     const ctx: OpContext = { tx, spaceId: task.spaceId, nowMs, random, limits: defaultSpaceLimits };
