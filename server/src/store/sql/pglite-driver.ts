@@ -37,6 +37,10 @@ export class PgliteDriver implements SqlDriver {
     return (await this.db.query<R>(text, params as unknown[])).rows;
   }
 
+  async write(text: string, params: readonly SqlParam[] = []): Promise<void> {
+    await this.db.query(text, params as unknown[]);
+  }
+
   async exec(script: string): Promise<void> {
     await this.db.exec(script);
   }
@@ -58,6 +62,10 @@ export class PgliteDriver implements SqlDriver {
 function transactionQueryable(tx: Transaction): SqlQueryable {
   return {
     query: async <R>(text: string, params: readonly SqlParam[] = []): Promise<R[]> => (await tx.query<R>(text, params as unknown[])).rows,
+    // In-process: no round trip to save, so a write runs like any statement.
+    write: async (text: string, params: readonly SqlParam[] = []): Promise<void> => {
+      await tx.query(text, params as unknown[]);
+    },
     exec: async (script: string): Promise<void> => {
       await tx.exec(script);
     },

@@ -1,4 +1,4 @@
-import type { Store, Tx } from '@baton/core';
+import { InvariantViolation, type Store, type Tx } from '@baton/core';
 import type { SqlDriver } from './driver';
 import { sqlRepositories } from './repositories/index';
 
@@ -11,6 +11,9 @@ const transientConflicts = new Set(['55P03', '40P01', '40001']);
 function isTransientConflict(error: unknown): boolean {
   return typeof error === 'object' && error !== null && transientConflicts.has(String((error as { code?: unknown }).code));
 }
+
+/** A pipelined write's guard (baton_assert, migration 010) failed: a bug, as a failed assert() is. */
+const isFailedGuard = (error: unknown): boolean => typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'BT000';
 
 // A backoff pause between transaction attempts: I/O pacing, not domain time, so not the injected clock.
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -41,6 +44,7 @@ export class SqlStore implements Store {
       try {
         return await this.driver.transaction((q) => work(sqlRepositories(q)));
       } catch (error) {
+        if (isFailedGuard(error)) throw new InvariantViolation((error as Error).message);
         if (!isTransientConflict(error) || attempt >= maxTransactionAttempts) throw error;
         this.retriedTransactions += 1;
         await pause(Math.random() * Math.min(50, 2 ** attempt));

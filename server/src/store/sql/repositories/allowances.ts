@@ -1,7 +1,8 @@
-import { assert, type Allowance, type AllowanceRepository, type AllowanceWaiter, type AllowanceWaiterRepository, type Consumption, type ConsumptionRepository } from '@baton/core';
+import { type Allowance, type AllowanceRepository, type AllowanceWaiter, type AllowanceWaiterRepository, type Consumption, type ConsumptionRepository } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 
 type Row = Record<string, unknown>;
 
@@ -37,7 +38,7 @@ function allowanceParams(a: Allowance): SqlParam[] {
 export function sqlAllowances(q: SqlQueryable): AllowanceRepository {
   return {
     async insert(a) {
-      await q.query(`INSERT INTO allowances (${allowanceColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, allowanceParams(a));
+      await q.write(`INSERT INTO allowances (${allowanceColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, allowanceParams(a));
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
@@ -56,13 +57,9 @@ export function sqlAllowances(q: SqlQueryable): AllowanceRepository {
       return rows.map(toAllowance);
     },
     async update(a) {
-      const rows = await q.query(
-        `UPDATE allowances SET name = $3, units_limit = $4, window_seconds = $5, window_starts_at = $6, used_units = $7, cooldown_until = $8,
+      await writeOne(q, `UPDATE allowances SET name = $3, units_limit = $4, window_seconds = $5, window_starts_at = $6, used_units = $7, cooldown_until = $8,
            cooldown_reason = $9, next_position = $10, wake_at = $11, created_at = $12, updated_at = $13
-         WHERE space_id = $1 AND id = $2 RETURNING id`,
-        allowanceParams(a),
-      );
-      assert(rows.length === 1, `update of missing allowance ${a.id}`);
+         WHERE space_id = $1 AND id = $2 RETURNING 1`, allowanceParams(a), `update of missing allowance ${a.id}`);
     },
     async claimDue(nowMs, limit) {
       // SKIP LOCKED: a line another server is serving is passed over, not waited for.
@@ -101,7 +98,7 @@ function waiterParams(w: AllowanceWaiter): SqlParam[] {
 export function sqlAllowanceWaiters(q: SqlQueryable): AllowanceWaiterRepository {
   return {
     async insert(w) {
-      await q.query(`INSERT INTO allowance_waiters (${waiterColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, waiterParams(w));
+      await q.write(`INSERT INTO allowance_waiters (${waiterColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, waiterParams(w));
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
@@ -109,13 +106,9 @@ export function sqlAllowanceWaiters(q: SqlQueryable): AllowanceWaiterRepository 
       return row && toWaiter(row);
     },
     async update(w) {
-      const rows = await q.query(
-        `UPDATE allowance_waiters SET allowance_id = $3, position = $4, scope_id = $5, holder = $6, units = $7, state = $8, granted_at = $9,
+      await writeOne(q, `UPDATE allowance_waiters SET allowance_id = $3, position = $4, scope_id = $5, holder = $6, units = $7, state = $8, granted_at = $9,
            expires_at = $10, created_at = $11, updated_at = $12
-         WHERE space_id = $1 AND id = $2 RETURNING id`,
-        waiterParams(w),
-      );
-      assert(rows.length === 1, `update of missing waiter ${w.id}`);
+         WHERE space_id = $1 AND id = $2 RETURNING 1`, waiterParams(w), `update of missing waiter ${w.id}`);
     },
     async listWaiting(spaceId, allowanceId, limit) {
       const rows = await q.query<Row>(
@@ -154,7 +147,7 @@ function toConsumption(r: Row): Consumption {
 export function sqlConsumptions(q: SqlQueryable): ConsumptionRepository {
   return {
     async insert(c) {
-      await q.query(`INSERT INTO allowance_consumptions (${consumptionColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
+      await q.write(`INSERT INTO allowance_consumptions (${consumptionColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
         c.spaceId, c.id, c.allowanceId, c.scopeId, c.holder, c.units, c.workKey, timeParam(c.windowStartsAt), timeParam(c.createdAt),
       ]);
     },

@@ -1,6 +1,7 @@
-import { assert, type ApiKey, type ApiKeyRepository, type Permission } from '@baton/core';
+import { type ApiKey, type ApiKeyRepository, type Permission } from '@baton/core';
 import { timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextArray } from '../codec';
 import type { SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 import { columns as orgColumns, toOrg, type OrgRow } from './orgs';
 import { columns as spaceColumns, toSpace, type SpaceRow } from './spaces';
 
@@ -55,7 +56,7 @@ export function sqlApiKeys(q: SqlQueryable): ApiKeyRepository {
       };
     },
     async insert(key) {
-      await q.query(`INSERT INTO api_keys (${columns}) VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8)`, [
+      await q.write(`INSERT INTO api_keys (${columns}) VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8)`, [
         key.id,
         key.orgId,
         key.name,
@@ -71,12 +72,8 @@ export function sqlApiKeys(q: SqlQueryable): ApiKeyRepository {
       return row && toApiKey(row);
     },
     async update(key) {
-      const rows = await q.query(
-        `UPDATE api_keys SET org_id = $2, name = $3, secret_hash = $4, permissions = $5::text[], space_ids = $6::text[], created_at = $7, revoked_at = $8
-         WHERE id = $1 RETURNING id`,
-        [key.id, key.orgId, key.name, key.secretHash, key.permissions, key.spaceIds, timeParam(key.createdAt), timeParamOrNull(key.revokedAt)],
-      );
-      assert(rows.length === 1, `update of missing api key ${key.id}`);
+      await writeOne(q, `UPDATE api_keys SET org_id = $2, name = $3, secret_hash = $4, permissions = $5::text[], space_ids = $6::text[], created_at = $7, revoked_at = $8
+         WHERE id = $1 RETURNING 1`, [key.id, key.orgId, key.name, key.secretHash, key.permissions, key.spaceIds, timeParam(key.createdAt), timeParamOrNull(key.revokedAt)], `update of missing api key ${key.id}`);
     },
     async countActiveByOrg(orgId) {
       const [row] = await q.query<{ n: unknown }>('SELECT count(*) AS n FROM api_keys WHERE org_id = $1 AND revoked_at IS NULL', [orgId]);

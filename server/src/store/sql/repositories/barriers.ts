@@ -1,7 +1,8 @@
-import { assert, type Barrier, type BarrierArrival, type BarrierRepository, type BarrierState } from '@baton/core';
+import { type Barrier, type BarrierArrival, type BarrierRepository, type BarrierState } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 
 interface BarrierRow {
   space_id: unknown;
@@ -60,7 +61,7 @@ function params(b: Barrier): SqlParam[] {
 export function sqlBarriers(q: SqlQueryable): BarrierRepository {
   return {
     async insert(barrier) {
-      await q.query(`INSERT INTO barriers (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, params(barrier));
+      await q.write(`INSERT INTO barriers (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, params(barrier));
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
@@ -86,15 +87,11 @@ export function sqlBarriers(q: SqlQueryable): BarrierRepository {
       return rows.map(toBarrier);
     },
     async update(barrier) {
-      const rows = await q.query(
-        `UPDATE barriers SET scope_id = $3, target = $4, epoch = $5, state = $6, arrivals = $7, released_at = $8, created_at = $9, updated_at = $10
-         WHERE space_id = $1 AND id = $2 RETURNING id`,
-        params(barrier),
-      );
-      assert(rows.length === 1, `update of missing barrier ${barrier.id}`);
+      await writeOne(q, `UPDATE barriers SET scope_id = $3, target = $4, epoch = $5, state = $6, arrivals = $7, released_at = $8, created_at = $9, updated_at = $10
+         WHERE space_id = $1 AND id = $2 RETURNING 1`, params(barrier), `update of missing barrier ${barrier.id}`);
     },
     async insertArrival(a) {
-      await q.query(`INSERT INTO barrier_arrivals (${arrivalColumns}) VALUES ($1, $2, $3, $4, $5)`, [a.spaceId, a.barrierId, a.epoch, a.arrivalKey, timeParam(a.arrivedAt)]);
+      await q.write(`INSERT INTO barrier_arrivals (${arrivalColumns}) VALUES ($1, $2, $3, $4, $5)`, [a.spaceId, a.barrierId, a.epoch, a.arrivalKey, timeParam(a.arrivedAt)]);
     },
     async getArrival(spaceId, barrierId, epoch, arrivalKey) {
       const [row] = await q.query<ArrivalRow>(

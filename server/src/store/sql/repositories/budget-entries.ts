@@ -31,7 +31,7 @@ function toEntry(row: EntryRow): BudgetEntry {
 export function sqlBudgetEntries(q: SqlQueryable): BudgetEntryRepository {
   return {
     async insert(e) {
-      await q.query(`INSERT INTO budget_entries (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+      await q.write(`INSERT INTO budget_entries (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
         e.spaceId,
         e.id,
         e.budgetId,

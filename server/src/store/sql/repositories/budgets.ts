@@ -1,7 +1,8 @@
-import { assert, type Budget, type BudgetRepository } from '@baton/core';
+import { type Budget, type BudgetRepository } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { bigintParam, timeParam, toBigint, toInt, toMs, toText } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 
 interface BudgetRow {
   space_id: unknown;
@@ -55,7 +56,7 @@ function params(b: Budget): SqlParam[] {
 export function sqlBudgets(q: SqlQueryable): BudgetRepository {
   return {
     async insert(budget) {
-      await q.query(`INSERT INTO budgets (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, params(budget));
+      await q.write(`INSERT INTO budgets (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, params(budget));
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
@@ -75,13 +76,9 @@ export function sqlBudgets(q: SqlQueryable): BudgetRepository {
       return rows.map(toBudget);
     },
     async update(budget) {
-      const rows = await q.query(
-        `UPDATE budgets SET name = $3, currency = $4, scale = $5, limit_minor = $6, available_minor = $7, reserved_minor = $8,
+      await writeOne(q, `UPDATE budgets SET name = $3, currency = $4, scale = $5, limit_minor = $6, available_minor = $7, reserved_minor = $8,
            settled_minor = $9, created_at = $10, updated_at = $11
-         WHERE space_id = $1 AND id = $2 RETURNING id`,
-        params(budget),
-      );
-      assert(rows.length === 1, `update of missing budget ${budget.id}`);
+         WHERE space_id = $1 AND id = $2 RETURNING 1`, params(budget), `update of missing budget ${budget.id}`);
     },
   };
 }

@@ -112,7 +112,7 @@ export function sqlEvents(q: SqlQueryable): EventRepository {
     async append(spaceId, occurredAt, events) {
       if (events.length === 0) return;
       const { text, params } = appendStatement(spaceId, occurredAt, events);
-      await q.query(text, params);
+      await q.write(text, params);
     },
     listAfter: (spaceId, afterEventId, limit) => readJournal(q, spaceId, afterEventId, limit, 'horizon'),
   };

@@ -1,6 +1,7 @@
-import { assert, assertGroup, type GroupMember, type MemberRow, type TaskGroup, type TaskGroupRepository } from '@baton/core';
+import { assertGroup, type GroupMember, type MemberRow, type TaskGroup, type TaskGroupRepository } from '@baton/core';
 import { timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 import { lockClause } from './lock-clause';
 
 type Row = Record<string, unknown>;
@@ -56,7 +57,7 @@ export function sqlTaskGroups(q: SqlQueryable): TaskGroupRepository {
   return {
     async insert(g) {
       assertGroup(g);
-      await q.query(`INSERT INTO task_groups (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, params(g));
+      await q.write(`INSERT INTO task_groups (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, params(g));
     },
     async get(spaceId, id, options) {
       const [row] = await q.query<Row>(`SELECT ${columns} FROM task_groups WHERE space_id = $1 AND id = $2${lockClause(options)}`, [spaceId, id]);
@@ -65,11 +66,7 @@ export function sqlTaskGroups(q: SqlQueryable): TaskGroupRepository {
     async update(g) {
       assertGroup(g);
       // Only what changes after create: state, outcome, membership and times.
-      const rows = await q.query(
-        `UPDATE task_groups SET state = $3, outcome = $4, outcome_reason = $5, member_count = $6, decided_at = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING id`,
-        [g.spaceId, g.id, g.state, g.outcome, g.outcomeReason, g.memberCount, timeParamOrNull(g.decidedAt), timeParam(g.updatedAt)],
-      );
-      assert(rows.length === 1, `update of missing group ${g.id}`);
+      await writeOne(q, `UPDATE task_groups SET state = $3, outcome = $4, outcome_reason = $5, member_count = $6, decided_at = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING 1`, [g.spaceId, g.id, g.state, g.outcome, g.outcomeReason, g.memberCount, timeParamOrNull(g.decidedAt), timeParam(g.updatedAt)], `update of missing group ${g.id}`);
     },
     async list(spaceId, states, after, limit) {
       const rows = await q.query<Row>(
@@ -94,11 +91,12 @@ export function sqlTaskGroups(q: SqlQueryable): TaskGroupRepository {
       return rows.length === 1;
     },
     async setVerdict(spaceId, groupId, taskId, verdict, atMs) {
-      const rows = await q.query(
-        `UPDATE task_group_members SET verdict = $4, verdict_at = $5 WHERE space_id = $1 AND group_id = $2 AND task_id = $3 RETURNING task_id`,
+      await writeOne(
+        q,
+        `UPDATE task_group_members SET verdict = $4, verdict_at = $5 WHERE space_id = $1 AND group_id = $2 AND task_id = $3 RETURNING 1`,
         [spaceId, groupId, taskId, verdict, timeParam(atMs)],
+        `verdict on ${taskId}, not a member of ${groupId}`,
       );
-      assert(rows.length === 1, `verdict on ${taskId}, not a member of ${groupId}`);
     },
     async getMember(spaceId, groupId, taskId) {
       const [row] = await q.query<Row>(`${memberSelect} WHERE m.space_id = $1 AND m.group_id = $2 AND m.task_id = $3`, [spaceId, groupId, taskId]);

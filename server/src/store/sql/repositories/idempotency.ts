@@ -51,7 +51,7 @@ export function sqlIdempotency(q: SqlQueryable): IdempotencyRepository {
     async put(r) {
       // Replacing is right only because the caller holds tryLock and the old record is past
       // the replay window; the statement itself does not check either.
-      await q.query(
+      await q.write(
         `INSERT INTO idempotency_keys (space_id, key, fingerprint, status_code, body, created_at) VALUES ($1, $2, $3, $4, $5::json, $6)
          ON CONFLICT (space_id, key) DO UPDATE
            SET fingerprint = EXCLUDED.fingerprint, status_code = EXCLUDED.status_code, body = EXCLUDED.body, created_at = EXCLUDED.created_at`,

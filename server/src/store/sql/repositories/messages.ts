@@ -2,6 +2,7 @@ import { assert, assertMailbox, assertMessage, type Mailbox, type MailboxReposit
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextArray, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 
 type Row = Record<string, unknown>;
 
@@ -149,12 +150,8 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     },
     async update(m) {
       assertMessage(m);
-      const rows = await q.query(
-        `UPDATE messages SET state = $3, attempt = $4, token_hash = $5, holder = $6, holder_session = $7, lease_expires_at = $8, result = $9::jsonb, updated_at = $10, claimed = $11::jsonb
-         WHERE space_id = $1 AND id = $2 RETURNING id`,
-        [m.spaceId, m.id, ...stateParams(m)],
-      );
-      assert(rows.length === 1, `update of missing message ${m.id}`);
+      await writeOne(q, `UPDATE messages SET state = $3, attempt = $4, token_hash = $5, holder = $6, holder_session = $7, lease_expires_at = $8, result = $9::jsonb, updated_at = $10, claimed = $11::jsonb
+         WHERE space_id = $1 AND id = $2 RETURNING 1`, [m.spaceId, m.id, ...stateParams(m)], `update of missing message ${m.id}`);
     },
     async list(spaceId, mailboxId, states, after, limit) {
       const rows = await q.query<Row>(

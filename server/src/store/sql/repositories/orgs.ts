@@ -1,6 +1,7 @@
-import { assert, type Org, type OrgRepository, type PlanLimits } from '@baton/core';
+import { type Org, type OrgRepository, type PlanLimits } from '@baton/core';
 import { fromJson, jsonParam, timeParam, toInt, toMs, toText } from '../codec';
 import type { SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 
 export interface OrgRow {
   id: unknown;
@@ -27,7 +28,7 @@ export function toOrg(row: OrgRow): Org {
 export function sqlOrgs(q: SqlQueryable): OrgRepository {
   return {
     async insert(org) {
-      await q.query(`INSERT INTO orgs (${columns}) VALUES ($1, $2, $3, $4::jsonb, $5, $6)`, [
+      await q.write(`INSERT INTO orgs (${columns}) VALUES ($1, $2, $3, $4::jsonb, $5, $6)`, [
         org.id,
         org.name,
         org.plan,
@@ -41,15 +42,14 @@ export function sqlOrgs(q: SqlQueryable): OrgRepository {
       return row && toOrg(row);
     },
     async update(org) {
-      const rows = await q.query(`UPDATE orgs SET name = $2, plan = $3, limits = $4::jsonb, created_at = $5, updated_at = $6 WHERE id = $1 RETURNING id`, [
+      await writeOne(q, `UPDATE orgs SET name = $2, plan = $3, limits = $4::jsonb, created_at = $5, updated_at = $6 WHERE id = $1 RETURNING 1`, [
         org.id,
         org.name,
         org.plan,
         org.limits === null ? null : jsonParam(org.limits),
         timeParam(org.createdAt),
         timeParam(org.updatedAt),
-      ]);
-      assert(rows.length === 1, `update of missing org ${org.id}`);
+      ], `update of missing org ${org.id}`);
     },
     async count() {
       const [row] = await q.query<{ n: unknown }>('SELECT count(*) AS n FROM orgs');

@@ -1,7 +1,8 @@
-import { assert, type Reservation, type ReservationRepository, type ReservationState } from '@baton/core';
+import { type Reservation, type ReservationRepository, type ReservationState } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { bigintParam, timeParam, timeParamOrNull, toBigint, toMs, toMsOrNull, toText } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 
 interface ReservationRow {
   space_id: unknown;
@@ -62,7 +63,7 @@ function params(r: Reservation): SqlParam[] {
 export function sqlReservations(q: SqlQueryable): ReservationRepository {
   return {
     async insert(reservation) {
-      await q.query(`INSERT INTO reservations (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, params(reservation));
+      await q.write(`INSERT INTO reservations (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, params(reservation));
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
@@ -70,13 +71,9 @@ export function sqlReservations(q: SqlQueryable): ReservationRepository {
       return row && toReservation(row);
     },
     async update(reservation) {
-      const rows = await q.query(
-        `UPDATE reservations SET budget_id = $3, scope_id = $4, holder = $5, amount_minor = $6, settled_minor = $7, remaining_minor = $8,
+      await writeOne(q, `UPDATE reservations SET budget_id = $3, scope_id = $4, holder = $5, amount_minor = $6, settled_minor = $7, remaining_minor = $8,
            state = $9, settle_by = $10, overdue_at = $11, created_at = $12, updated_at = $13
-         WHERE space_id = $1 AND id = $2 RETURNING id`,
-        params(reservation),
-      );
-      assert(rows.length === 1, `update of missing reservation ${reservation.id}`);
+         WHERE space_id = $1 AND id = $2 RETURNING 1`, params(reservation), `update of missing reservation ${reservation.id}`);
     },
     async listActive(spaceId, budgetId) {
       const rows = await q.query<ReservationRow>(

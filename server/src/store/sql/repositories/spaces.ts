@@ -1,6 +1,7 @@
-import { assert, type Space, type SpaceRepository } from '@baton/core';
+import { type Space, type SpaceRepository } from '@baton/core';
 import { fromJson, jsonParam, timeParam, toInt, toMs, toText } from '../codec';
 import type { SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 
 export interface SpaceRow {
   space_id: unknown;
@@ -27,7 +28,7 @@ export function toSpace(row: SpaceRow): Space {
 export function sqlSpaces(q: SqlQueryable): SpaceRepository {
   return {
     async insert(space) {
-      await q.query(`INSERT INTO spaces (${columns}) VALUES ($1, $2, $3, $4::jsonb, $5, $6)`, [
+      await q.write(`INSERT INTO spaces (${columns}) VALUES ($1, $2, $3, $4::jsonb, $5, $6)`, [
         space.id,
         space.orgId,
         space.name,
@@ -41,12 +42,12 @@ export function sqlSpaces(q: SqlQueryable): SpaceRepository {
       return row && toSpace(row);
     },
     async update(space) {
-      const rows = await q.query('UPDATE spaces SET limits = $2::jsonb, updated_at = $3 WHERE space_id = $1 RETURNING space_id', [
-        space.id,
-        space.limits === null ? null : jsonParam(space.limits),
-        timeParam(space.updatedAt),
-      ]);
-      assert(rows.length === 1, `update of missing space ${space.id}`);
+      await writeOne(
+        q,
+        'UPDATE spaces SET limits = $2::jsonb, updated_at = $3 WHERE space_id = $1 RETURNING 1',
+        [space.id, space.limits === null ? null : jsonParam(space.limits), timeParam(space.updatedAt)],
+        `update of missing space ${space.id}`,
+      );
     },
     async countByOrg(orgId) {
       const [row] = await q.query<{ n: unknown }>('SELECT count(*) AS n FROM spaces WHERE org_id = $1', [orgId]);

@@ -1,7 +1,8 @@
-import { assert, assertTask, type JournalEvent, type Task, type TaskRepository, type TaskSubscriber } from '@baton/core';
+import { assertTask, type JournalEvent, type Task, type TaskRepository, type TaskSubscriber } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toBigint, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlQueryable } from '../driver';
+import { writeOne } from './guarded-write';
 import { encodePosition } from './events';
 
 type Row = Record<string, unknown>;
@@ -70,11 +71,14 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
     },
     async update(t) {
       assertTask(t);
-      const rows = await q.query(
-        `UPDATE tasks SET state = $3, attempts = $4, outcome = $5::jsonb, failure_reason = $6, message_id = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING id`,
-        [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt)],
+      await writeOne(q, `UPDATE tasks SET state = $3, attempts = $4, outcome = $5::jsonb, failure_reason = $6, message_id = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING 1`, [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt)], `update of missing task ${t.id}`);
+    },
+    async getByDelivery(spaceId, messageId) {
+      const [row] = await q.query<Row>(
+        `SELECT ${columns} FROM tasks WHERE space_id = $1 AND id = (SELECT task_id FROM messages WHERE space_id = $1 AND id = $2)`,
+        [spaceId, messageId],
       );
-      assert(rows.length === 1, `update of missing task ${t.id}`);
+      return row && toTask(row);
     },
     async moveLive(spaceId, id, move) {
       const [row] = await q.query<Row>(
