@@ -4,6 +4,7 @@ import { SystemClock } from '@baton/core';
 import { createBaton, type Baton } from '../server/src/host/baton';
 import { encodePayloads, maxPayloadBytes, PgNotifier, type NotifierLogger } from '../server/src/notify/pg-notifier';
 import { openStore } from '../server/src/store/open-store';
+import type { PgDriver } from '../server/src/store/sql/pg-driver';
 import { SqlStore } from '../server/src/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 
@@ -212,6 +213,26 @@ describe.runIf(postgresUrl())('two Baton servers on one PostgreSQL', () => {
     return { key, base: `/v1/spaces/${space.body.id}` };
   };
   const scopeId = '11111111-1111-4111-8111-111111111111';
+
+  it('a key revoked on server A is refused on server B within a second, though B had it cached', async () => {
+    const a = await startServer();
+    const b = await startServer();
+    const org = await call(a.baton, 'POST', '/admin/v1/orgs', adminToken, { name: 'acme', plan: 'TEAM' });
+    const space = await call(a.baton, 'POST', `/admin/v1/orgs/${org.body.id}/spaces`, adminToken, { name: 'main' });
+    const created = (await call(a.baton, 'POST', `/admin/v1/orgs/${org.body.id}/keys`, adminToken, { name: 'soon-revoked' })).body;
+    const limits = () => call(b.baton, 'GET', `/v1/spaces/${space.body.id}/limits`, created.secret as string);
+    expect((await limits()).statusCode).toBe(200);
+    // Cached: GET /limits answers from the credential alone, so a second call reaches no database.
+    const meter = (b.store.driver as PgDriver).meter;
+    const before = meter.snapshot().roundTrips;
+    expect((await limits()).statusCode).toBe(200);
+    expect(meter.snapshot().roundTrips).toBe(before);
+
+    expect((await call(a.baton, 'POST', `/admin/v1/keys/${created.id}/revoke`, adminToken)).statusCode).toBe(200);
+    const tRevoke = performance.now();
+    await expect.poll(async () => (await limits()).statusCode, { timeout: 1_000, interval: 10 }).toBe(401);
+    expect(elapsedSince(tRevoke)).toBeLessThan(1_000);
+  });
 
   it('a send on server A wakes a recv long-polling on server B', async () => {
     const a = await startServer();

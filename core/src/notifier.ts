@@ -13,16 +13,25 @@ export interface Notifier {
    * `signal` aborts (the server drains), whichever comes first. Callers re-read state after.
    */
   wait(topic: string, maxWaitMs: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Calls `listener` on every notification of `topic`, and whenever notifications may have been
+   * missed (wakeAll), until the returned function is called. A standing listener, for caches
+   * that a commit on another server must clear; unlike wait() it holds no timer and is not
+   * counted as a parked wait.
+   */
+  subscribe(topic: string, listener: () => void): () => void;
 }
 
 export const topicOf = (aggregateType: string, aggregateId: string): string => `${aggregateType}:${aggregateId}`;
 
 export class LocalNotifier implements Notifier {
   private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly listeners = new Map<string, Set<() => void>>();
 
   constructor(private readonly clock: Clock) {}
 
   notify(topic: string): void {
+    for (const listener of this.listeners.get(topic) ?? []) listener();
     const set = this.waiters.get(topic);
     if (!set) return;
     this.waiters.delete(topic);
@@ -50,7 +59,15 @@ export class LocalNotifier implements Notifier {
    * Wakes every parked wait, whatever its topic: callers re-read and wait again. Used when
    * notifications may have been missed (the cross-server listener is down or just came back).
    */
+  subscribe(topic: string, listener: () => void): () => void {
+    let set = this.listeners.get(topic);
+    if (!set) this.listeners.set(topic, (set = new Set()));
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
   wakeAll(): void {
+    for (const set of this.listeners.values()) for (const listener of set) listener();
     const sets = [...this.waiters.values()];
     this.waiters.clear();
     for (const set of sets) for (const wake of set) wake();

@@ -8,6 +8,7 @@ import { BackgroundWork } from './background';
 import { InFlightRequests } from './in-flight';
 import { bootstrapDev, type DevCredentials } from './bootstrap';
 import { cryptoRandom } from './crypto-random';
+import { CredentialCache } from '../http/credential-cache';
 
 export interface Baton {
   app: FastifyInstance;
@@ -48,12 +49,15 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
   // Every commit wakes the long polls waiting on what it changed (core/src/notifier.ts).
   const store = new NotifyingStore(options.store, notifier);
   const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs);
+  const credentials = new CredentialCache(options.clock);
+  const unfollow = credentials.follow(notifier);
   const deps: AppDeps = {
     store,
     notifier,
     clock: options.clock,
     manualClock: options.clock instanceof ManualClock ? options.clock : undefined,
     random,
+    credentials,
     drain,
     adminToken: options.adminToken,
     runDueWork: () => background.runDue(),
@@ -67,6 +71,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     (closing ??= (async () => {
       drain.start();
       background.stop();
+      unfollow();
       const closed = app.close();
       // Long polls answer at once on drain, so in-flight requests end within a request's time;
       // then no connection left carries a request, and waiting on them would wait on clients.

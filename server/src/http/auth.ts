@@ -1,5 +1,6 @@
 import { BatonError, type ApiKey, type Org, type Permission, type Space, type Store } from '@baton/core';
 import type { FastifyRequest } from 'fastify';
+import type { Credential, CredentialCache } from './credential-cache';
 import { keyIdOf, secretMatches } from '../host/secrets';
 
 export interface Principal {
@@ -36,11 +37,11 @@ const unauthenticated = (): BatonError => new BatonError('UNAUTHENTICATED', 'sen
  * act on: 401 unknown key, 404 space not in the key's organization, 403 key not allowed there,
  * 403 permission missing. Runs before validation, so a stranger learns nothing from a 400.
  */
-export async function authenticate(store: Store, request: FastifyRequest, spaceId: string, access: RouteAccess): Promise<Principal> {
+export async function authenticate(store: Store, cache: CredentialCache, request: FastifyRequest, spaceId: string, access: RouteAccess): Promise<Principal> {
   const secret = bearer(request.headers.authorization);
   const keyId = secret === undefined ? undefined : keyIdOf(secret);
   if (secret === undefined || keyId === undefined) throw unauthenticated();
-  const found = await store.read((tx) => tx.apiKeys.getWithTenant(keyId, uuidPattern.test(spaceId) ? spaceId.toLowerCase() : ''));
+  const found = await lookUp(store, cache, keyId, uuidPattern.test(spaceId) ? spaceId.toLowerCase() : '');
   if (!found || found.key.revokedAt !== null || !secretMatches(secret, found.key.secretHash) || !found.org) throw unauthenticated();
   const { key, org, space } = found;
   if (!space || space.orgId !== key.orgId) throw new BatonError('NOT_FOUND', 'space not found');
@@ -49,6 +50,16 @@ export async function authenticate(store: Store, request: FastifyRequest, spaceI
     throw new BatonError('FORBIDDEN', `credential lacks ${access.anyOf[0]}`);
   }
   return { key, org, space };
+}
+
+/** The key, its organization and the space: from the cache when it has them, else one round trip. */
+async function lookUp(store: Store, cache: CredentialCache, keyId: string, spaceId: string): Promise<Credential | undefined> {
+  const cached = cache.get(keyId, spaceId);
+  if (cached) return cached;
+  const generation = cache.generation;
+  const found = await store.read((tx) => tx.apiKeys.getWithTenant(keyId, spaceId));
+  if (found) cache.put(keyId, spaceId, found, generation);
+  return found;
 }
 
 export function hasPermission(principal: Principal, permission: Permission): boolean {

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { Clock, ManualClock, Notifier, Random, Store } from '@baton/core';
+import type { CredentialCache } from './credential-cache';
 
 /** Draining state shared by readiness and (later) every long poll. */
 export interface Drain {
@@ -17,6 +18,8 @@ export interface AppDeps {
   /** Set when the server runs on a manual clock (BATON_CLOCK=manual): the admin clock endpoint moves it. */
   manualClock?: ManualClock;
   random: Random;
+  /** Verified keys for a few seconds; cleared on every credentials change (credential-cache.ts). */
+  credentials: CredentialCache;
   drain: Drain;
   /** Operator token for /admin/v1; without one those routes answer 404. */
   adminToken?: string;

@@ -53,19 +53,32 @@ export async function attemptOperation(
   let outcome: Outcome;
   try {
     outcome = await deps.store.transaction(async (tx) => {
-      if (key !== undefined) {
-        const replay = await claimKey(tx, spaceId, key, fingerprint, nowMs);
-        if (replay) return replay;
-      }
-      const result = await operation(ctx(tx));
+      // The operation runs alongside the claim of its key, not after it, so the operation's first
+      // reads travel in the claim's round trip (PostgreSQL pipelining; issue 12). That is safe
+      // because nothing of the transaction commits unless the claim found the key free: on a
+      // replay, or a key in flight, the whole transaction, the operation's writes with it, is
+      // rolled back. Both always settle before the transaction ends.
+      const [claim, run] = await Promise.allSettled([key === undefined ? undefined : claimKey(tx, spaceId, key, fingerprint, nowMs), operation(ctx(tx))]);
+      if (claim.status === 'rejected') throw claim.reason;
+      if (claim.value) throw new Replay(claim.value);
+      if (run.status === 'rejected') throw run.reason;
+      const result = run.value;
       if (key !== undefined && keep(result)) await tx.idempotency.put({ spaceId, key, fingerprint, statusCode: result.statusCode, body: result.body, createdAt: nowMs });
       return { ...result, replayed: false };
     });
   } catch (error) {
+    if (error instanceof Replay) return error.outcome;
     if (!(error instanceof BatonError) || !errorTable[error.code].stored || key === undefined) throw error;
     outcome = await storeErrorReply(deps, spaceId, key, fingerprint, nowMs, error);
   }
   return outcome;
+}
+
+/** Thrown out of a transaction whose key was already used: rolls back what the operation did alongside. */
+class Replay extends Error {
+  constructor(readonly outcome: Outcome) {
+    super('idempotent replay');
+  }
 }
 
 async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fingerprint: string, nowMs: number, error: BatonError): Promise<Outcome> {
@@ -82,10 +95,14 @@ async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fing
 
 /** Takes the key for this transaction; returns the stored reply when this is a replay. */
 async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: string, nowMs: number): Promise<Outcome | undefined> {
-  if (!(await tx.idempotency.tryLock(spaceId, key))) {
+  // Lock and read are two statements sent together: the read must take its snapshot after the
+  // lock is granted, or it could miss the reply of a first request that just committed. Sent as
+  // one pipeline they still cost one round trip; the read is ignored when the lock is refused.
+  const [locked, stored] = await Promise.all([tx.idempotency.tryLock(spaceId, key), tx.idempotency.get(spaceId, key)]);
+  if (!locked) {
     throw new BatonError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still in flight; retry after it finishes');
   }
-  const record = plantedBugs.has('idempotency-applies-twice') ? undefined : await tx.idempotency.get(spaceId, key);
+  const record = plantedBugs.has('idempotency-applies-twice') ? undefined : stored;
   if (!record || record.createdAt <= nowMs - replayWindowMs) return undefined;
   if (record.fingerprint !== fingerprint) {
     throw new BatonError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another method, path or body');

@@ -11,6 +11,6 @@ export function spaceScope(v1: FastifyInstance, deps: AppDeps): void {
     const access = request.routeOptions.config.access;
     if (!access) return; // unknown route: the not-found handler answers
     const { spaceId } = request.params as { spaceId: string };
-    request.principal = await authenticate(deps.store, request, spaceId, access);
+    request.principal = await authenticate(deps.store, deps.credentials, request, spaceId, access);
   });
 }

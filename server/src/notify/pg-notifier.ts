@@ -196,6 +196,10 @@ export class PgNotifier implements Notifier {
     }
   }
 
+  subscribe(topic: string, listener: () => void): () => void {
+    return this.local.subscribe(topic, listener);
+  }
+
   wait(topic: string, maxWaitMs: number, signal?: AbortSignal): Promise<void> {
     return this.local.wait(topic, maxWaitMs, signal);
   }

@@ -4,6 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { issueSecret, tokensEqual } from '../../host/secrets';
 import type { AppDeps } from '../deps';
+import { credentialsTopic } from '../credential-cache';
 
 const orgParams = z.object({ orgId: schemas.uuidInput });
 const keyParams = z.object({ keyId: schemas.uuidInput });
@@ -21,8 +22,13 @@ export function adminRoutes(deps: AppDeps) {
       const given = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
       if (!given || !tokensEqual(given, deps.adminToken)) throw new BatonError('UNAUTHENTICATED', 'send Authorization: Bearer <admin token>');
     });
-    const admin = <T>(work: (ctx: tenancy.AdminContext) => Promise<T>): Promise<T> =>
-      deps.store.transaction((tx) => work({ tx, nowMs: deps.clock.now(), random: deps.random }));
+    // Every operator change may touch what authentication cached (a revoked key, a new plan):
+    // each server's credential cache is cleared once it has committed.
+    const admin = async <T>(work: (ctx: tenancy.AdminContext) => Promise<T>): Promise<T> => {
+      const result = await deps.store.transaction((tx) => work({ tx, nowMs: deps.clock.now(), random: deps.random }));
+      deps.notifier.notify(credentialsTopic);
+      return result;
+    };
 
     app.post('/orgs', { schema: { tags, body: schemas.orgCreateBody, response: { 201: schemas.orgView } } }, async (request, reply) => {
       const org = await admin((ctx) => tenancy.createOrg(ctx, request.body));

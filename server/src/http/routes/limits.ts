@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
 import { runOperation } from '../operation';
+import { credentialsTopic } from '../credential-cache';
 import { errorReplies } from './schema-helpers';
 
 const tags = ['limits'];
@@ -27,11 +28,14 @@ export function limitRoutes(deps: AppDeps) {
         body: schemas.spaceLimitsBody,
         response: { 200: schemas.spaceLimitsView, ...errorReplies(422) },
       },
-    }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({
+    }, async (request, reply) => {
+      const sent = await runOperation(deps, request, reply, false, async (ctx) => ({
         statusCode: 200,
         body: await updateSpaceLimits(ctx, request.principal!.space, request.principal!.org, request.body),
-      })),
-    );
+      }));
+      // The space's limits travel with the cached credential (credential-cache.ts).
+      deps.notifier.notify(credentialsTopic);
+      return sent;
+    });
   };
 }
