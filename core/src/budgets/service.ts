@@ -159,15 +159,13 @@ async function applyEntry(
   requestedMinor: bigint | undefined,
   effect: EntryEffect,
 ): Promise<EntryReply> {
-  const budget = await lockBudget(ctx, budgetId);
-  const reservation = await ctx.tx.reservations.get(ctx.spaceId, reservationId, { forUpdate: true });
+  const { budget, reservation, prior, active } = await lockEntryTargets(ctx, budgetId, reservationId, workKey);
   if (!reservation || reservation.budgetId !== budgetId) throw notFound('reservation');
 
-  const prior = await ctx.tx.budgetEntries.getByWorkKey(ctx.spaceId, budgetId, workKey);
   if (prior && !plantedBugs.has('settle-ignores-work-key')) {
     const same = prior.kind === kind && prior.reservationId === reservationId && (requestedMinor === undefined || prior.amountMinor === requestedMinor);
     if (!same) throw conflict(`workKey ${workKey} was already used for a ${prior.kind} of ${prior.amountMinor} on reservation ${prior.reservationId}`);
-    return { entry: entryView(prior), replay: true, reservation: reservationView(reservation), budget: await loadView(ctx.tx, budget) };
+    return { entry: entryView(prior), replay: true, reservation: reservationView(reservation), budget: budgetView(budget, active) };
   }
 
   const next = effect(budget, reservation);
@@ -200,7 +198,27 @@ async function applyEntry(
       },
     },
   ]);
-  return { entry: entryView(entry), replay: false, reservation: reservationView(next.reservation), budget: await loadView(ctx.tx, next.budget) };
+  // The budget's ACTIVE reservations after this entry: as read under the budget's lock, with this one changed.
+  const activeAfter = active.map((r) => (r.id === reservationId ? next.reservation : r)).filter((r) => r.state === 'ACTIVE');
+  return { entry: entryView(entry), replay: false, reservation: reservationView(next.reservation), budget: budgetView(next.budget, activeAfter) };
+}
+
+/**
+ * What an entry reads, in lock order: the budget, then the reservation, both locked; then the
+ * workKey's prior entry and the budget's ACTIVE reservations (for the reply), read under those
+ * locks. Four statements sent together: on PostgreSQL one round trip (pipelining), not four.
+ * All settle before this answers, so no statement outlives a failed one.
+ */
+async function lockEntryTargets(ctx: OpContext, budgetId: string, reservationId: string, workKey: string) {
+  const [budget, reservation, prior, active] = await Promise.allSettled([
+    lockBudget(ctx, budgetId),
+    ctx.tx.reservations.get(ctx.spaceId, reservationId, { forUpdate: true }),
+    ctx.tx.budgetEntries.getByWorkKey(ctx.spaceId, budgetId, workKey),
+    ctx.tx.reservations.listActive(ctx.spaceId, budgetId),
+  ]);
+  for (const read of [budget, reservation, prior, active]) if (read.status === 'rejected') throw read.reason;
+  const value = <T>(read: PromiseSettledResult<T>): T => (read as PromiseFulfilledResult<T>).value;
+  return { budget: value(budget), reservation: value(reservation), prior: value(prior), active: value(active) };
 }
 
 /**

@@ -9,6 +9,7 @@ import type { Page } from '../store/repositories';
 import type { Tx } from '../store/store';
 import { isoFromMs, msFromIso } from '../time';
 import type { Mailbox, Message, MessageListPosition, MessageState } from './model';
+import type { Task } from '../tasks/model';
 import { acked, assertMailbox, cancelled, failedAttempt, holdsLease, leaseUntil, newToken, payloadBytes, renewed } from './rules';
 import { deliveryView, mailboxView, messageView } from './views';
 import * as taskHooks from '../tasks/service';
@@ -290,6 +291,19 @@ async function lockLease(ctx: OpContext, messageId: string, token: string): Prom
 }
 
 /**
+ * lockLease, and the delivery's task read right behind the lock (the same round trip on
+ * PostgreSQL: the two statements are pipelined, and the read runs once the lock is granted).
+ * Both always settle before this answers, so no statement outlives a failed check.
+ */
+async function lockDelivery(ctx: OpContext, messageId: string, token: string): Promise<{ message: Message; task: Task | undefined }> {
+  const [leased, task] = await Promise.allSettled([lockLease(ctx, messageId, token), ctx.tx.tasks.getByDelivery(ctx.spaceId, messageId)]);
+  if (leased.status === 'rejected') throw leased.reason;
+  if (task.status === 'rejected') throw task.reason;
+  assert((task.value === undefined) === (leased.value.taskId === null), `message ${messageId}: its task ${leased.value.taskId} is not the task read with it`);
+  return { message: leased.value, task: task.value };
+}
+
+/**
  * Extends the lease to now + leaseSeconds. Emits message.lease_renewed: leaseExpiresAt is
  * visible in the message list, and decisions §7 wants an event for every observable change;
  * the price is that a recv long-polling the mailbox wakes, finds nothing and waits again.
@@ -308,13 +322,13 @@ export async function renew(ctx: OpContext, messageId: string, body: RenewBody):
  */
 export async function complete(ctx: OpContext, messageId: string, body: CompleteBody): Promise<CompleteReply> {
   if (body.result?.payload !== undefined) checkPayloadSize('result.payload', body.result.payload, ctx.limits.maxPayloadBytes);
-  const message = await lockLease(ctx, messageId, body.token);
+  const { message, task } = await lockDelivery(ctx, messageId, body.token);
   const result = body.result ?? null;
   const next = acked(message, result, ctx.nowMs);
   await ctx.tx.messages.update(next);
   // Pool units and the work-limit slot go back; an admission's reservations stay for the worker to settle.
   const released = await releaseResources(ctx, message, false, 'ACKED');
-  const taskEvents = await taskHooks.onAcked(ctx, next, result?.payload);
+  const taskEvents = await taskHooks.onAcked(ctx, next, result?.payload, task);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
     ...released,
     messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null }),
@@ -330,9 +344,15 @@ export async function complete(ctx: OpContext, messageId: string, body: Complete
 
 /** Gives the message back: READY when retry is asked and attempts remain, else DEAD. */
 export async function nack(ctx: OpContext, messageId: string, body: NackBody): Promise<NackReply> {
-  const message = await lockLease(ctx, messageId, body.token);
-  const next = await failAttempt(ctx, message, body.retry, body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED', 'NACKED', (state) =>
-    messageEvent(message, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state }),
+  const { message, task } = await lockDelivery(ctx, messageId, body.token);
+  const next = await failAttempt(
+    ctx,
+    message,
+    body.retry,
+    body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED',
+    'NACKED',
+    (state) => messageEvent(message, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state }),
+    task,
   );
   return { state: next.state };
 }
@@ -374,9 +394,10 @@ async function failAttempt(
   deadReason: 'NACKED' | 'ATTEMPTS_EXHAUSTED',
   releaseReason: string,
   causeEvent: (state: MessageState) => NewEvent,
+  task?: Task,
 ): Promise<Message> {
   const failed = failedAttempt(message, retry, ctx.nowMs);
-  const taskEvents = await taskHooks.onFailedAttempt(ctx, failed, deadReason);
+  const taskEvents = await taskHooks.onFailedAttempt(ctx, failed, deadReason, task);
   const orphaned = failed.state === 'READY' && message.taskId !== null && taskEvents.length === 0;
   const next = orphaned ? cancelled(failed, ctx.nowMs) : failed;
   await ctx.tx.messages.update(next);

@@ -8,6 +8,12 @@ export interface TaskRepository {
   insert(task: Task): Promise<boolean>;
   get(spaceId: string, id: string, options?: LockOptions): Promise<Task | undefined>;
   getByKey(spaceId: string, taskKey: string): Promise<Task | undefined>;
+  /**
+   * The task whose delivery is `messageId`, unlocked. Read after the caller took the delivery's
+   * row lock (which every writer of a task's state takes first), it is the task as it stays
+   * until commit; sent in the same pipeline as that lock, it costs no round trip of its own.
+   */
+  getByDelivery(spaceId: string, messageId: string): Promise<Task | undefined>;
   update(task: Task): Promise<void>;
   /**
    * Moves a PENDING or RUNNING task as its delivery moves (claim, complete, failed attempt): the

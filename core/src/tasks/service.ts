@@ -285,14 +285,29 @@ const moveOf = (m: Message, state: TaskState, nowMs: number, outcome: unknown = 
   updatedAt: nowMs,
 });
 
-async function moveTask(ctx: OpContext, m: Message, move: TaskMove, type: string, data: Record<string, unknown>): Promise<NewEvent[]> {
+/**
+ * Moves the task of delivery `m` as the delivery moved. `loaded` is the task when the caller read
+ * it already (lockDelivery, under the delivery's lock): then core decides and the write rides
+ * with the commit; else one conditional UPDATE (moveLive) decides and answers the task.
+ */
+async function moveTask(ctx: OpContext, m: Message, move: TaskMove, type: string, data: Record<string, unknown>, loaded?: Task): Promise<NewEvent[]> {
   if (m.taskId === null) return [];
-  const task = await ctx.tx.tasks.moveLive(m.spaceId, m.taskId, move);
+  const task = loaded === undefined ? await ctx.tx.tasks.moveLive(m.spaceId, m.taskId, move) : await moveLoaded(ctx, loaded, m, move);
   if (!task) return [];
   const events = [taskEvent(task, type, { messageId: m.id, attempt: m.attempt, ...data })];
   // A member's end may decide its group (after the task, in the lock order).
   if (task.groupId !== null && isTerminalTask(task.state)) events.push(...(await groupHooks.onMemberEnded(ctx, task)));
   return events;
+}
+
+/** moveLive's rule over a task read under its delivery's lock: a terminal task stays as it is. */
+async function moveLoaded(ctx: OpContext, task: Task, m: Message, move: TaskMove): Promise<Task | undefined> {
+  assert(task.id === m.taskId, `task ${task.id} loaded for delivery ${m.id} of task ${m.taskId}`);
+  if (isTerminalTask(task.state)) return undefined;
+  const next: Task = { ...task, ...move };
+  assertTask(next);
+  await ctx.tx.tasks.update(next);
+  return next;
 }
 
 /** A claim of the delivery: RUNNING. */
@@ -306,18 +321,18 @@ export async function onClaimed(ctx: OpContext, m: Message): Promise<NewEvent[]>
 }
 
 /** A complete of the delivery: SUCCEEDED with the result payload as outcome. */
-export async function onAcked(ctx: OpContext, m: Message, outcome: unknown): Promise<NewEvent[]> {
-  return moveTask(ctx, m, moveOf(m, 'SUCCEEDED', ctx.nowMs, outcome ?? null), eventTypes.taskSucceeded, {});
+export async function onAcked(ctx: OpContext, m: Message, outcome: unknown, task?: Task): Promise<NewEvent[]> {
+  return moveTask(ctx, m, moveOf(m, 'SUCCEEDED', ctx.nowMs, outcome ?? null), eventTypes.taskSucceeded, {}, task);
 }
 
 /**
  * A failed attempt (nack or lease expiry), `m` being the message after it: READY again makes the
  * task PENDING (task.requeued); DEAD makes it FAILED with `reason`.
  */
-export async function onFailedAttempt(ctx: OpContext, m: Message, reason: string): Promise<NewEvent[]> {
+export async function onFailedAttempt(ctx: OpContext, m: Message, reason: string, task?: Task): Promise<NewEvent[]> {
   const failed = m.state === 'DEAD';
   const move = failed ? moveOf(m, 'FAILED', ctx.nowMs, null, reason) : moveOf(m, 'PENDING', ctx.nowMs);
-  return moveTask(ctx, m, move, failed ? eventTypes.taskFailed : eventTypes.taskRequeued, { reason });
+  return moveTask(ctx, m, move, failed ? eventTypes.taskFailed : eventTypes.taskRequeued, { reason }, task);
 }
 
 /**

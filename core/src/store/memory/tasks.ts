@@ -33,6 +33,10 @@ export function memoryTasks(undoLog: () => (() => void)[] | undefined, events: (
         assert(tasks.has(key(t.spaceId, t.id)), `update of missing task ${t.id}`);
         tasks.set(key(t.spaceId, t.id), t);
       },
+      getByDelivery: async (spaceId, messageId) => {
+        const found = [...tasks.scan()].find((t) => t.spaceId === spaceId && t.messageId === messageId);
+        return found && structuredClone(found);
+      },
       moveLive: async (spaceId, id, move) => {
         const task = tasks.get(key(spaceId, id));
         if (!task || isTerminalTask(task.state)) return undefined;
