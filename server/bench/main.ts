@@ -4,10 +4,12 @@
  */
 import { budgetsBenchmark } from './budgets';
 import { BenchFailure, parseOptions, stopOnInterrupt, type Benchmark } from './harness';
+import { peersBenchmark } from './peers';
 import { tasksBenchmark } from './tasks';
 
 const benchmarks: Record<string, Benchmark> = {
   budgets: budgetsBenchmark,
+  peers: peersBenchmark,
   tasks: tasksBenchmark,
 };
 

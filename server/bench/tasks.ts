@@ -50,10 +50,10 @@ import { BenchFailure, fmt, Latencies, type Benchmark, type BenchOptions, type S
 // ---------------------------------------------------------------------------------------------
 // Configuration
 
-type Phase = 'cycles' | 'claims' | 'wake' | 'drain';
+export type Phase = 'cycles' | 'claims' | 'wake' | 'drain';
 const allPhases: Phase[] = ['cycles', 'claims', 'wake', 'drain'];
 
-interface Config {
+export interface Config {
   quick: boolean;
   phases: Phase[];
   workers: number[];
@@ -74,7 +74,7 @@ function envInt(name: string, fallback: number, min: number, max: number): numbe
   return n;
 }
 
-function configOf(options: BenchOptions): Config {
+export function configOf(options: BenchOptions): Config {
   const quick = ['1', 'true', 'yes'].includes(process.env.BENCH_TASKS_QUICK ?? '');
   const phases = (process.env.BENCH_TASKS_PHASES ?? allPhases.join(','))
     .split(',')
@@ -160,7 +160,7 @@ class Client {
 }
 
 /** Failures seen by a job: counted by status, the first few kept whole. */
-interface Problems {
+export interface Problems {
   count: number;
   byStatus: Record<string, number>;
   first: string[];
@@ -198,7 +198,7 @@ type JobSpec =
   | { kind: 'submit'; queue: Queue; tasks: number; submitters: number }
   | { kind: 'drain'; queue: Queue; tasks: number; workers: number };
 
-interface CyclesResult {
+export interface CyclesResult {
   measuredSeconds: number;
   measuredCycles: number;
   completedCycles: number;
@@ -207,13 +207,13 @@ interface CyclesResult {
   problems: Problems;
 }
 
-interface WakeResult {
+export interface WakeResult {
   samples: Record<string, number[]>;
   emptyAdmits: number;
   problems: Problems;
 }
 
-interface RateResult {
+export interface RateResult {
   seconds: number;
   done: number;
   emptyAdmits: number;
@@ -607,13 +607,13 @@ async function checkDrained(target: Target, queue: Queue, what: string, problems
 // ---------------------------------------------------------------------------------------------
 // Results and printing
 
-interface CycleRow {
+export interface CycleRow {
   variant: 'no claims' | '4 claims';
   workers: number;
   result: CyclesResult;
 }
 
-interface StoreResults {
+export interface StoreResults {
   kind: StoreKind;
   cycles: CycleRow[];
   wake?: WakeResult;
@@ -676,7 +676,7 @@ function printTables(all: StoreResults[], config: Config): void {
 
 // ---------------------------------------------------------------------------------------------
 
-async function runStore(kind: StoreKind, config: Config): Promise<StoreResults | undefined> {
+export async function runStore(kind: StoreKind, config: Config): Promise<StoreResults | undefined> {
   const opened = kind === 'pglite' ? await openPglite() : await openPostgres();
   if (!opened) return undefined;
   console.log(`\n== ${opened.label}`);
