@@ -89,13 +89,20 @@ describe.runIf(postgresUrl())('event journal on PostgreSQL', () => {
     return b;
   }
 
+  // Writes are pipelined (server/src/store/sql/driver.ts): awaiting one does not mean it ran. A
+  // read sent behind it answers only once it has, which the interleavings below rely on.
+  const flushed = (tx: Tx, spaceId: string): Promise<unknown> => tx.idempotency.get(spaceId, 'pipeline-flush');
+
   async function touch(tx: Tx, b: Budget): Promise<void> {
     const row = (await tx.budgets.get(b.spaceId, b.id, { forUpdate: true }))!;
     await tx.budgets.update({ ...row, updatedAt: row.updatedAt + 1 });
+    await flushed(tx, b.spaceId);
   }
 
-  const append = (tx: Tx, spaceId: string, name: string): Promise<void> =>
-    tx.events.append(spaceId, T0, [{ type: 'test.appended', aggregateType: 'test', aggregateId: name, scopeId: null, data: {} }]);
+  const append = async (tx: Tx, spaceId: string, name: string): Promise<void> => {
+    await tx.events.append(spaceId, T0, [{ type: 'test.appended', aggregateType: 'test', aggregateId: name, scopeId: null, data: {} }]);
+    await flushed(tx, spaceId);
+  };
 
   /**
    * What `reader` returns once the horizon lets it: other test files share this server, and
