@@ -10,6 +10,7 @@ export * from './canonical-json';
 export * from './planted-bugs';
 export * from './context';
 export * from './store/repositories';
+export * from './store/together';
 export * from './store/store';
 export * from './store/memory/memory-store';
 export * from './store/notifying-store';

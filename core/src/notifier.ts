@@ -55,10 +55,6 @@ export class LocalNotifier implements Notifier {
     });
   }
 
-  /**
-   * Wakes every parked wait, whatever its topic: callers re-read and wait again. Used when
-   * notifications may have been missed (the cross-server listener is down or just came back).
-   */
   subscribe(topic: string, listener: () => void): () => void {
     let set = this.listeners.get(topic);
     if (!set) this.listeners.set(topic, (set = new Set()));
@@ -66,6 +62,11 @@ export class LocalNotifier implements Notifier {
     return () => set.delete(listener);
   }
 
+  /**
+   * Wakes every parked wait, whatever its topic (callers re-read and wait again), and calls every
+   * subscribed listener. Used when
+   * notifications may have been missed (the cross-server listener is down or just came back).
+   */
   wakeAll(): void {
     for (const set of this.listeners.values()) for (const listener of set) listener();
     const sets = [...this.waiters.values()];

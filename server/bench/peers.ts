@@ -151,7 +151,6 @@ interface Row {
   system: string;
   perSecond: number;
   unit: string;
-  note: string;
 }
 
 function envInt(name: string, fallback: number): number {
@@ -191,13 +190,13 @@ async function run(options: BenchOptions): Promise<void> {
     const row = baton.cycles.find((c) => c.variant === variant);
     return row ? row.result.measuredCycles / row.result.measuredSeconds : NaN;
   };
-  rows.push({ system: 'graphile-worker 0.17.3, default (concurrency 10)', perSecond: base, unit: 'jobs/s', note: 'drain' });
-  rows.push({ system: 'graphile-worker 0.17.3, localQueue 100 + completeJobBatchDelay 0', perSecond: gwBatched.jobs / gwBatched.seconds, unit: 'jobs/s', note: 'drain' });
-  rows.push({ system: 'pg-boss 10.4.2, batchSize 50', perSecond: boss.jobs / boss.seconds, unit: 'jobs/s', note: 'drain' });
-  rows.push({ system: `Baton, one task per request (admit + complete over HTTP, ${workers} workers)`, perSecond: rate(baton.drain), unit: 'jobs/s', note: 'drain' });
-  rows.push({ system: `Baton, full cycle (submit → admit → complete, ${workers} workers)`, perSecond: cycles('no claims'), unit: 'cycles/s', note: 'closed loop' });
-  rows.push({ system: `Baton, full cycle with 4 claims per task (${workers} workers)`, perSecond: cycles('4 claims'), unit: 'cycles/s', note: 'closed loop' });
-  rows.push({ system: `Baton on PGlite, one task per request (${workers} workers)`, perSecond: rate(batonLite.drain), unit: 'jobs/s', note: 'drain' });
+  rows.push({ system: 'graphile-worker 0.17.3, default (concurrency 10)', perSecond: base, unit: 'jobs/s' });
+  rows.push({ system: 'graphile-worker 0.17.3, localQueue 100 + completeJobBatchDelay 0', perSecond: gwBatched.jobs / gwBatched.seconds, unit: 'jobs/s' });
+  rows.push({ system: 'pg-boss 10.4.2, batchSize 50', perSecond: boss.jobs / boss.seconds, unit: 'jobs/s' });
+  rows.push({ system: `Baton, one task per request (admit + complete over HTTP, ${workers} workers)`, perSecond: rate(baton.drain), unit: 'jobs/s' });
+  rows.push({ system: `Baton, full cycle (submit → admit → complete, ${workers} workers)`, perSecond: cycles('no claims'), unit: 'cycles/s' });
+  rows.push({ system: `Baton, full cycle with 4 claims per task (${workers} workers)`, perSecond: cycles('4 claims'), unit: 'cycles/s' });
+  rows.push({ system: `Baton on PGlite, one task per request (${workers} workers)`, perSecond: rate(batonLite.drain), unit: 'jobs/s' });
 
   console.log('\n| system | rate | ratio to graphile-worker default |\n| --- | ---: | ---: |');
   for (const r of rows) console.log(`| ${r.system} | ${fmt(r.perSecond)} ${r.unit} | ${fmt(r.perSecond / base, 2)}× |`);

@@ -8,6 +8,7 @@ import { plantedBugs } from '../planted-bugs';
 import type { BudgetCreateBody, BudgetView, EntryReply, ReserveBody, ReservationView, SettleBody, VoidBody } from '../schemas/budgets';
 import type { Page } from '../store/repositories';
 import type { Tx } from '../store/store';
+import { together } from '../store/together';
 import { isoFromMs, msFromIso } from '../time';
 import type { Budget, BudgetEntry, EntryKind, Reservation } from './model';
 import { assertConservation, reserveFunds, settleFunds, voidRemainder } from './rules';
@@ -206,19 +207,16 @@ async function applyEntry(
 /**
  * What an entry reads, in lock order: the budget, then the reservation, both locked; then the
  * workKey's prior entry and the budget's ACTIVE reservations (for the reply), read under those
- * locks. Four statements sent together: on PostgreSQL one round trip (pipelining), not four.
- * All settle before this answers, so no statement outlives a failed one.
+ * locks. Sent together: one round trip on PostgreSQL, not four.
  */
 async function lockEntryTargets(ctx: OpContext, budgetId: string, reservationId: string, workKey: string) {
-  const [budget, reservation, prior, active] = await Promise.allSettled([
+  const [budget, reservation, prior, active] = await together(
     lockBudget(ctx, budgetId),
     ctx.tx.reservations.get(ctx.spaceId, reservationId, { forUpdate: true }),
     ctx.tx.budgetEntries.getByWorkKey(ctx.spaceId, budgetId, workKey),
     ctx.tx.reservations.listActive(ctx.spaceId, budgetId),
-  ]);
-  for (const read of [budget, reservation, prior, active]) if (read.status === 'rejected') throw read.reason;
-  const value = <T>(read: PromiseSettledResult<T>): T => (read as PromiseFulfilledResult<T>).value;
-  return { budget: value(budget), reservation: value(reservation), prior: value(prior), active: value(active) };
+  );
+  return { budget, reservation, prior, active };
 }
 
 /**

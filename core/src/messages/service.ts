@@ -10,6 +10,7 @@ import type { Tx } from '../store/store';
 import { isoFromMs, msFromIso } from '../time';
 import type { Mailbox, Message, MessageListPosition, MessageState } from './model';
 import type { Task } from '../tasks/model';
+import { together } from '../store/together';
 import { acked, assertMailbox, cancelled, failedAttempt, holdsLease, leaseUntil, newToken, payloadBytes, renewed } from './rules';
 import { deliveryView, mailboxView, messageView } from './views';
 import * as taskHooks from '../tasks/service';
@@ -290,17 +291,11 @@ async function lockLease(ctx: OpContext, messageId: string, token: string): Prom
   return message;
 }
 
-/**
- * lockLease, and the delivery's task read right behind the lock (the same round trip on
- * PostgreSQL: the two statements are pipelined, and the read runs once the lock is granted).
- * Both always settle before this answers, so no statement outlives a failed check.
- */
+/** lockLease, and the delivery's task read right behind the lock (together: one round trip). */
 async function lockDelivery(ctx: OpContext, messageId: string, token: string): Promise<{ message: Message; task: Task | undefined }> {
-  const [leased, task] = await Promise.allSettled([lockLease(ctx, messageId, token), ctx.tx.tasks.getByDelivery(ctx.spaceId, messageId)]);
-  if (leased.status === 'rejected') throw leased.reason;
-  if (task.status === 'rejected') throw task.reason;
-  assert((task.value === undefined) === (leased.value.taskId === null), `message ${messageId}: its task ${leased.value.taskId} is not the task read with it`);
-  return { message: leased.value, task: task.value };
+  const [message, task] = await together(lockLease(ctx, messageId, token), ctx.tx.tasks.getByDelivery(ctx.spaceId, messageId));
+  assert((task === undefined) === (message.taskId === null), `message ${messageId}: its task ${message.taskId} is not the task read with it`);
+  return { message, task };
 }
 
 /**

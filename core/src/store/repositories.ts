@@ -34,6 +34,13 @@ export interface SpaceRepository {
   countByOrg(orgId: string): Promise<number>;
 }
 
+/** A key with its organization and the space a request names, as authentication reads them. */
+export interface KeyWithTenant {
+  key: ApiKey;
+  org: Org | undefined;
+  space: Space | undefined;
+}
+
 export interface ApiKeyRepository {
   insert(key: ApiKey): Promise<void>;
   get(id: string): Promise<ApiKey | undefined>;
@@ -43,7 +50,7 @@ export interface ApiKeyRepository {
    * The key with its organization and the space a request names, in one round trip: every
    * request authenticates, so this is on every request's path (server/src/http/auth.ts).
    */
-  getWithTenant(keyId: string, spaceId: string): Promise<{ key: ApiKey; org: Org | undefined; space: Space | undefined } | undefined>;
+  getWithTenant(keyId: string, spaceId: string): Promise<KeyWithTenant | undefined>;
 }
 
 export interface LockOptions {

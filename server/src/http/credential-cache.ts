@@ -1,11 +1,7 @@
-import type { ApiKey, Clock, Notifier, Org, Space } from '@baton/core';
+import type { Clock, KeyWithTenant, Notifier } from '@baton/core';
 
 /** A key as authentication read it, with its organization and the space the request named. */
-export interface Credential {
-  key: ApiKey;
-  org: Org | undefined;
-  space: Space | undefined;
-}
+export type Credential = KeyWithTenant;
 
 /** Notified after every change to keys, organizations, plans or space limits (admin routes, PUT /limits). */
 export const credentialsTopic = 'credentials:changed';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { BatonError, canonicalJson, plantedBugs, spaceLimits, type OpContext, type Tx } from '@baton/core';
+import { BatonError, canonicalJson, plantedBugs, spaceLimits, together, type OpContext, type Tx } from '@baton/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, type ErrorBody } from './error-handler';
 import { errorTable } from './error-status';
@@ -96,9 +96,9 @@ async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fing
 /** Takes the key for this transaction; returns the stored reply when this is a replay. */
 async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: string, nowMs: number): Promise<Outcome | undefined> {
   // Lock and read are two statements sent together: the read must take its snapshot after the
-  // lock is granted, or it could miss the reply of a first request that just committed. Sent as
-  // one pipeline they still cost one round trip; the read is ignored when the lock is refused.
-  const [locked, stored] = await Promise.all([tx.idempotency.tryLock(spaceId, key), tx.idempotency.get(spaceId, key)]);
+  // lock is granted, or it could miss the reply of a first request that just committed. Sent
+  // together they still cost one round trip; the read is ignored when the lock is refused.
+  const [locked, stored] = await together(tx.idempotency.tryLock(spaceId, key), tx.idempotency.get(spaceId, key));
   if (!locked) {
     throw new BatonError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still in flight; retry after it finishes');
   }

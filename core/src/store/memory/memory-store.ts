@@ -102,7 +102,11 @@ export class MemoryStore implements Store {
   private buildRepositories(): Repositories {
     const { orgs, spaces, apiKeys, budgets, reservations, entries, events, idempotency } = this;
     const lock = (_options?: LockOptions): void => undefined; // transactions are already exclusive
-    const { tasks } = memoryTasks(this.log, () => this.events.scan());
+    const { tasks } = memoryTasks(
+      this.log,
+      () => this.events.scan(),
+      async (spaceId, messageId) => (await messageRepositories.messages.get(spaceId, messageId))?.taskId,
+    );
     const { taskGroups, scopeSubtree } = memoryGroups(this.log, tasks);
     const messageRepositories = memoryMessages(this.log, scopeSubtree);
     return {

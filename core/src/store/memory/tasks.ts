@@ -10,7 +10,12 @@ const key = (spaceId: string, id: string): string => `${spaceId}\u0000${id}`;
 const byCreated = (a: Task, b: Task): number => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /** Tasks in memory; transactions run one at a time, so a lock is a no-op. */
-export function memoryTasks(undoLog: () => (() => void)[] | undefined, events: () => Iterable<JournalEvent>): { tasks: TaskRepository } {
+export function memoryTasks(
+  undoLog: () => (() => void)[] | undefined,
+  events: () => Iterable<JournalEvent>,
+  /** The taskId a delivery carries (the messages table is built after this one). */
+  taskOfDelivery: (spaceId: string, messageId: string) => Promise<string | null | undefined>,
+): { tasks: TaskRepository } {
   const tasks = new MemoryTable<Task>(undoLog);
   const subscribers = new MemoryTable<TaskSubscriber>(undoLog);
   const lock = (_options?: LockOptions): void => undefined;
@@ -34,8 +39,8 @@ export function memoryTasks(undoLog: () => (() => void)[] | undefined, events: (
         tasks.set(key(t.spaceId, t.id), t);
       },
       getByDelivery: async (spaceId, messageId) => {
-        const found = [...tasks.scan()].find((t) => t.spaceId === spaceId && t.messageId === messageId);
-        return found && structuredClone(found);
+        const taskId = await taskOfDelivery(spaceId, messageId);
+        return taskId ? tasks.get(key(spaceId, taskId)) : undefined;
       },
       moveLive: async (spaceId, id, move) => {
         const task = tasks.get(key(spaceId, id));
