@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { defaultSpaceLimits, messages, SeededRandom, type ClaimRequest, type Mailbox, type NewMessage, type Store, type Tx } from '@baton/core';
+import { defaultSpaceLimits, deliveries, messages, SeededRandom, type ClaimRequest, type Mailbox, type NewMessage, type Store, type Tx } from '@baton/core';
 import { insertTenant, storeTargets } from './support/databases';
 
 /**
@@ -116,9 +116,9 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const { box } = await seed(6, scope);
     const random = new SeededRandom(3);
     const ctx = (tx: Tx) => ({ tx, spaceId, nowMs: T0, random, limits: defaultSpaceLimits });
-    for (let i = 0; i < 6; i++) await store.transaction((tx) => messages.claimNext(ctx(tx), { mailboxId: box.id, scopeIds: [scope], holder: 'h', holderSession: 's', leaseSeconds: 5 }));
-    const counts = await Promise.all(Array.from({ length: 4 }, () => store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 2, new SeededRandom(7)))));
-    const more = await store.transaction((tx) => messages.expireLeases(tx, T0 + 5_000, 100, new SeededRandom(7)));
+    for (let i = 0; i < 6; i++) await store.transaction((tx) => deliveries.claimNext(ctx(tx), { mailboxId: box.id, scopeIds: [scope], holder: 'h', holderSession: 's', leaseSeconds: 5 }));
+    const counts = await Promise.all(Array.from({ length: 4 }, () => store.transaction((tx) => deliveries.expireLeases(tx, T0 + 5_000, 2, new SeededRandom(7)))));
+    const more = await store.transaction((tx) => deliveries.expireLeases(tx, T0 + 5_000, 100, new SeededRandom(7)));
     expect(counts.reduce((a, b) => a + b, 0) + more).toBe(6);
     const journal = await store.read((tx) => tx.events.listAfter(spaceId, '0', 1_000));
     const expired = journal.filter((e) => e.type === 'message.lease_expired').map((e) => String(e.data.messageId));

@@ -1,6 +1,6 @@
 import type { Random } from './random';
 import type { Tx } from './store/store';
-import type { SpaceLimits } from './tenancy/space-limits';
+import type { SpaceLimits } from './tenancy/model';
 
 /** What a core operation runs with: its transaction, its tenant, the time and an id source. */
 export interface OpContext {

@@ -77,6 +77,22 @@ interface GraphileModule {
   Logger: new (factory: () => () => void) => unknown;
 }
 
+/**
+ * graphile-worker on a pool of ours, ended before the database is dropped: a pool it made itself
+ * could still hold idle connections then, and the drop's FORCE would cut them off mid-run.
+ */
+async function withGraphilePool<T>(url: string, work: (pgPool: pg.Pool) => Promise<T>): Promise<T> {
+  const pgPool = new pg.Pool({ connectionString: url, max: 20 });
+  const report = (error: Error): void => console.log(`  graphile-worker pool: ${error.message}`);
+  pgPool.on('error', report);
+  pgPool.on('connect', (client) => client.on('error', report));
+  try {
+    return await work(pgPool);
+  } finally {
+    await pgPool.end();
+  }
+}
+
 async function graphileDrain(gw: GraphileModule, serverUrl: string, jobs: number, batched: boolean): Promise<Drained> {
   return onScratch(serverUrl, async (url, pool) => {
     const logger = new gw.Logger(() => () => {});
@@ -85,13 +101,15 @@ async function graphileDrain(gw: GraphileModule, serverUrl: string, jobs: number
     await utils.release();
     await pool.query(`SELECT graphile_worker.add_job('noop', '{}'::json) FROM generate_series(1, $1)`, [jobs]);
     const preset = batched ? { worker: { localQueue: { size: 100 }, completeJobBatchDelay: 0 } } : {};
-    const started = performance.now();
-    const runner = await gw.run({ connectionString: url, logger, noHandleSignals: true, preset, taskList: { noop: async () => {} } });
-    // Handlers starting is not jobs done: the drain ends when the last completion has committed.
-    await untilZero(async () => Number((await pool.query('SELECT count(*) AS n FROM graphile_worker.jobs')).rows[0].n), 600_000);
-    const seconds = (performance.now() - started) / 1000;
-    await runner.stop();
-    return { jobs, seconds };
+    return withGraphilePool(url, async (pgPool) => {
+      const started = performance.now();
+      const runner = await gw.run({ pgPool, logger, noHandleSignals: true, preset, taskList: { noop: async () => {} } });
+      // Handlers starting is not jobs done: the drain ends when the last completion has committed.
+      await untilZero(async () => Number((await pool.query('SELECT count(*) AS n FROM graphile_worker.jobs')).rows[0].n), 600_000);
+      const seconds = (performance.now() - started) / 1000;
+      await runner.stop();
+      return { jobs, seconds };
+    });
   });
 }
 
@@ -100,19 +118,21 @@ async function graphileWake(gw: GraphileModule, serverUrl: string, samples: numb
   return onScratch(serverUrl, async (url, pool) => {
     const logger = new gw.Logger(() => () => {});
     let arrived: (() => void) | undefined;
-    const runner = await gw.run({ connectionString: url, logger, noHandleSignals: true, taskList: { wake: async () => arrived?.() } });
-    await sleep(500); // the pool's LISTEN is up
-    const latencies: number[] = [];
-    for (let i = 0; i < samples; i++) {
-      await sleep(25); // idle again: the last completion is in
-      const started = performance.now();
-      const ran = new Promise<void>((resolve) => (arrived = resolve));
-      await pool.query(`SELECT graphile_worker.add_job('wake', '{}'::json)`);
-      await ran;
-      latencies.push(performance.now() - started);
-    }
-    await runner.stop();
-    return latencies;
+    return withGraphilePool(url, async (pgPool) => {
+      const runner = await gw.run({ pgPool, logger, noHandleSignals: true, taskList: { wake: async () => arrived?.() } });
+      await sleep(500); // the pool's LISTEN is up
+      const latencies: number[] = [];
+      for (let i = 0; i < samples; i++) {
+        await sleep(25); // idle again: the last completion is in
+        const started = performance.now();
+        const ran = new Promise<void>((resolve) => (arrived = resolve));
+        await pool.query(`SELECT graphile_worker.add_job('wake', '{}'::json)`);
+        await ran;
+        latencies.push(performance.now() - started);
+      }
+      await runner.stop();
+      return latencies;
+    });
   });
 }
 

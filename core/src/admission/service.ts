@@ -87,7 +87,7 @@ async function admitted(ctx: OpContext, message: Message, token: string, resourc
     scopeId: message.scopeId,
     data: { messageId: message.id, attempt: message.attempt, holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: scopeId, admitted: true, claimed },
   };
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message))]);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message)).events]);
   const delivery: AdmittedDeliveryView = {
     messageId: message.id,
     mailboxId: message.mailboxId,

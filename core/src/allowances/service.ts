@@ -4,7 +4,7 @@ import { BatonError, conflict, notFound, validationFailed } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
 import type { AllowanceCreateBody, AllowanceView, ConsumeBody, ConsumptionView, CooldownBody, WaitBody, WaiterView } from '../schemas/allowances';
 import { decodeNameCursor, encodeNameCursor } from '../paging';
-import type { Page } from '../store/repositories';
+import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import { isoFromMs } from '../time';
 import type { Allowance, AllowanceWaiter, Consumption } from './model';

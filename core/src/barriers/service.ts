@@ -3,7 +3,7 @@ import { notFound } from '../errors';
 import { decodePositionCursor, encodePositionCursor } from '../paging';
 import { eventTypes } from '../events/model';
 import type { ArriveBody, ArriveReply, BarrierCreateBody, BarrierView, NextEpochBody } from '../schemas/barriers';
-import type { Page } from '../store/repositories';
+import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import type { Barrier, BarrierListPosition, BarrierState } from './model';
 import { advanceEpoch, cancelBarrier, decideArrival, newBarrier } from './rules';

@@ -6,7 +6,7 @@ import { parseMinor } from '../money';
 import { decodeNameCursor, encodeNameCursor } from '../paging';
 import { plantedBugs } from '../planted-bugs';
 import type { BudgetCreateBody, BudgetView, EntryReply, ReserveBody, ReservationView, SettleBody, VoidBody } from '../schemas/budgets';
-import type { Page } from '../store/repositories';
+import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import { together } from '../store/together';
 import { isoFromMs, msFromIso } from '../time';

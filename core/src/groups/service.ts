@@ -7,7 +7,7 @@ import { decodePositionCursor, encodePositionCursor } from '../paging';
 import { plantedBugs } from '../planted-bugs';
 import type { Random } from '../random';
 import type { GroupCreateBody, GroupCreatedReply, GroupListQuery, GroupView, JoinTaskBody, MemberTaskBody, MemberTaskReply, VerdictReply } from '../schemas/groups';
-import type { Page } from '../store/repositories';
+import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import type { Task } from '../tasks/model';
 import { taskFingerprint } from '../tasks/rules';

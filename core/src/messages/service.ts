@@ -4,23 +4,18 @@ import type { OpContext } from '../context';
 import { BatonError, forbidden, notFound, conflict, validationFailed } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
 import { decodeNameCursor, encodeNameCursor } from '../paging';
-import type { CompleteBody, CompleteReply, DeliveryView, MailboxCreateBody, MailboxView, MessageView, NackBody, NackReply, RecvBody, RenewBody, RenewReply, SendBody } from '../schemas/messages';
-import type { Page } from '../store/repositories';
+import type { MailboxCreateBody, MailboxView, MessageView, RenewBody, RenewReply, SendBody } from '../schemas/messages';
+import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import { isoFromMs, msFromIso } from '../time';
 import type { Mailbox, Message, MessageListPosition, MessageState } from './model';
-import type { Task } from '../tasks/model';
-import { together } from '../store/together';
-import { acked, assertMailbox, cancelled, failedAttempt, holdsLease, leaseUntil, newToken, payloadBytes, renewed } from './rules';
-import { deliveryView, mailboxView, messageView } from './views';
-import * as taskHooks from '../tasks/service';
+import { assertMailbox, holdsLease, leaseUntil, payloadBytes, renewed } from './rules';
+import { mailboxView, messageView } from './views';
 import type { DeliveryRequirements } from '../admission/model';
-import { releaseResources } from '../admission/claims';
-import type { Random } from '../random';
-import { defaultSpaceLimits } from '../tenancy/space-limits';
 
 /**
- * Mailboxes and messages with leases (decisions §6). Lock order (docs/lock-order.md): a
+ * Mailboxes and messages with leases (decisions §6): the queue alone. What ends a claim (complete,
+ * nack, lease expiry) and moves a task with it lives in core/src/deliveries/lifecycle.ts. Lock order (docs/lock-order.md): a
  * message row first (renew, complete, nack, the expiry sweep), then a mailbox row (a send, also
  * the result a complete publishes). A send locks its mailbox so backlogLimit is exact; recv
  * locks nothing beyond the one row its claim takes (FOR UPDATE SKIP LOCKED).
@@ -29,7 +24,7 @@ import { defaultSpaceLimits } from '../tenancy/space-limits';
  * long-polling on `mailbox:<id>` whenever a send, a nack or an expiry makes a message READY.
  */
 
-const messageEvent = (m: Pick<Message, 'id' | 'mailboxId' | 'scopeId' | 'attempt'>, type: string, data: Record<string, unknown> = {}): NewEvent => ({
+export const messageEvent = (m: Pick<Message, 'id' | 'mailboxId' | 'scopeId' | 'attempt'>, type: string, data: Record<string, unknown> = {}): NewEvent => ({
   type,
   aggregateType: 'mailbox',
   aggregateId: m.mailboxId,
@@ -137,7 +132,7 @@ function decodeSeqCursor(cursor: string): MessageListPosition {
   return seq;
 }
 
-function checkPayloadSize(path: string, payload: unknown, limitBytes: number): void {
+export function checkPayloadSize(path: string, payload: unknown, limitBytes: number): void {
   const bytes = payloadBytes(payload);
   if (bytes > limitBytes) throw new BatonError('PAYLOAD_TOO_LARGE', `${path} is ${bytes} bytes of JSON; at most ${limitBytes} (the space's maxPayloadBytes)`);
 }
@@ -236,52 +231,10 @@ function sameSend(prior: Message, body: SendRequest): Message {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Claims
-
-export interface ClaimOptions {
-  mailboxId: string;
-  /** The request's scopeId first, then the gate scopes below it (receivableMailbox). */
-  scopeIds: readonly string[];
-  holder: string;
-  holderSession: string;
-  leaseSeconds: number;
-}
-
-/**
- * Claims the oldest READY message of the mailbox in the request's scope or a group gate scope
- * below it, and emits message.claimed (naming the request's scope as claimScopeId). Undefined
- * when nothing is free.
- */
-export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<{ message: Message; token: string } | undefined> {
-  const { token, tokenHash } = newToken(ctx.random);
-  const message = await ctx.tx.messages.claimNext({
-    spaceId: ctx.spaceId,
-    mailboxId: options.mailboxId,
-    scopeIds: options.scopeIds,
-    holder: options.holder,
-    holderSession: options.holderSession,
-    tokenHash,
-    leaseExpiresAt: leaseUntil(options.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
-    nowMs: ctx.nowMs,
-  });
-  if (!message) return undefined;
-  const taskEvents = await taskHooks.onClaimed(ctx, message);
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
-    messageEvent(message, eventTypes.messageClaimed, { holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: options.scopeIds[0] }),
-    ...taskEvents,
-  ]);
-  return { message, token };
-}
-
-/** One receive attempt: the delivery, or undefined when nothing is READY for the scope (the route long-polls). */
-export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): Promise<DeliveryView | undefined> {
-  const { scopeIds } = await receivableMailbox(ctx.tx, ctx.spaceId, mailboxId, body.holder, body.scopeId);
-  const claimed = await claimNext(ctx, { mailboxId, scopeIds, holder: body.holder, holderSession: body.holderSession, leaseSeconds: body.leaseSeconds });
-  return claimed && deliveryView(claimed.message, claimed.token);
-}
+// Leases
 
 /** Locks the message and checks that `token` is its live claim: LEASE_LOST otherwise. */
-async function lockLease(ctx: OpContext, messageId: string, token: string): Promise<Message> {
+export async function lockLease(ctx: OpContext, messageId: string, token: string): Promise<Message> {
   const message = await ctx.tx.messages.get(ctx.spaceId, messageId, { forUpdate: true });
   if (!message) throw notFound('message');
   if (!holdsLease(message, token, ctx.nowMs)) {
@@ -289,13 +242,6 @@ async function lockLease(ctx: OpContext, messageId: string, token: string): Prom
     throw new BatonError('LEASE_LOST', `this token is not the live claim of message ${messageId}: ${why}`);
   }
   return message;
-}
-
-/** lockLease, and the delivery's task read right behind the lock (together: one round trip). */
-async function lockDelivery(ctx: OpContext, messageId: string, token: string): Promise<{ message: Message; task: Task | undefined }> {
-  const [message, task] = await together(lockLease(ctx, messageId, token), ctx.tx.tasks.getByDelivery(ctx.spaceId, messageId));
-  assert((task === undefined) === (message.taskId === null), `message ${messageId}: its task ${message.taskId} is not the task read with it`);
-  return { message, task };
 }
 
 /**
@@ -309,96 +255,4 @@ export async function renew(ctx: OpContext, messageId: string, body: RenewBody):
   await ctx.tx.messages.update(next);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(next, eventTypes.messageLeaseRenewed, { leaseExpiresAt: isoFromMs(next.leaseExpiresAt!) })]);
   return { leaseExpiresAt: isoFromMs(next.leaseExpiresAt!) };
-}
-
-/**
- * ACKED, with the optional result recorded on the message in the same transaction; a result
- * naming mailboxId and scopeId is also sent there (as a send: backlogLimit and workKey apply).
- */
-export async function complete(ctx: OpContext, messageId: string, body: CompleteBody): Promise<CompleteReply> {
-  if (body.result?.payload !== undefined) checkPayloadSize('result.payload', body.result.payload, ctx.limits.maxPayloadBytes);
-  const { message, task } = await lockDelivery(ctx, messageId, body.token);
-  const result = body.result ?? null;
-  const next = acked(message, result, ctx.nowMs);
-  await ctx.tx.messages.update(next);
-  // Pool units and the work-limit slot go back; an admission's reservations stay for the worker to settle.
-  const released = await releaseResources(ctx, message, false, 'ACKED');
-  const taskEvents = await taskHooks.onAcked(ctx, next, result?.payload, task);
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
-    ...released,
-    messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null }),
-    ...taskEvents,
-  ]);
-  let resultMessageId: string | null = null;
-  if (result?.mailboxId !== undefined && result.scopeId !== undefined) {
-    const published = await send(ctx, result.mailboxId, { scopeId: result.scopeId, payload: result.payload ?? null, workKey: result.workKey });
-    resultMessageId = published.view.id;
-  }
-  return { state: 'ACKED', resultMessageId };
-}
-
-/** Gives the message back: READY when retry is asked and attempts remain, else DEAD. */
-export async function nack(ctx: OpContext, messageId: string, body: NackBody): Promise<NackReply> {
-  const { message, task } = await lockDelivery(ctx, messageId, body.token);
-  const next = await failAttempt(
-    ctx,
-    message,
-    body.retry,
-    body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED',
-    'NACKED',
-    (state) => messageEvent(message, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state }),
-    task,
-  );
-  return { state: next.state };
-}
-
-const deadEvent = (m: Message, reason: 'NACKED' | 'ATTEMPTS_EXHAUSTED'): NewEvent => messageEvent(m, eventTypes.messageDead, { reason });
-
-/**
- * The lease-expiry sweep: every claim whose lease ran out returns to READY (DEAD after the last
- * attempt), its token dies, and what an admission claimed with it is released (reservations
- * voided). Returns how many it expired; claimed with SKIP LOCKED, so several servers can sweep
- * at once.
- */
-export async function expireLeases(tx: Tx, nowMs: number, limit: number, random: Random): Promise<number> {
-  const expired = await tx.messages.claimExpired(nowMs, limit);
-  for (const claimed of expired) {
-    // A member's end may decide its group and cancel other members' deliveries, perhaps ones
-    // in this batch: a task delivery is read again (it is locked already) before it expires.
-    const message = claimed.taskId === null ? claimed : await tx.messages.get(claimed.spaceId, claimed.id);
-    assert(message !== undefined, `expired message ${claimed.id} vanished`);
-    if (message.state !== 'CLAIMED') continue;
-    const ctx: OpContext = { tx, spaceId: message.spaceId, nowMs, random, limits: defaultSpaceLimits };
-    await failAttempt(ctx, message, true, 'ATTEMPTS_EXHAUSTED', 'LEASE_EXPIRED', (state) =>
-      messageEvent(message, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state }),
-    );
-  }
-  return expired.length;
-}
-
-/**
- * The end of a claim that failed (a nack, a lease that ran out): READY again while attempts
- * remain and a retry is wanted, otherwise DEAD; the claim's resources are released and its
- * reservations voided. A task delivery whose task has already ended (its deadline passed, or it
- * was cancelled, while the delivery was claimed) is not offered again: CANCELLED, not READY.
- */
-async function failAttempt(
-  ctx: OpContext,
-  message: Message,
-  retry: boolean,
-  deadReason: 'NACKED' | 'ATTEMPTS_EXHAUSTED',
-  releaseReason: string,
-  causeEvent: (state: MessageState) => NewEvent,
-  task?: Task,
-): Promise<Message> {
-  const failed = failedAttempt(message, retry, ctx.nowMs);
-  const taskEvents = await taskHooks.onFailedAttempt(ctx, failed, deadReason, task);
-  const orphaned = failed.state === 'READY' && message.taskId !== null && taskEvents.length === 0;
-  const next = orphaned ? cancelled(failed, ctx.nowMs) : failed;
-  await ctx.tx.messages.update(next);
-  const events = [...(await releaseResources(ctx, message, true, releaseReason)), causeEvent(next.state)];
-  if (next.state === 'DEAD') events.push(deadEvent(next, deadReason));
-  if (orphaned) events.push(messageEvent(next, eventTypes.messageCancelled, { taskId: next.taskId, reason: 'TASK_ENDED' }));
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...events, ...taskEvents]);
-  return next;
 }

@@ -6,14 +6,11 @@ import { eventTypes, type NewEvent } from '../events/model';
 import { cancelled } from '../messages/rules';
 import { releaseResources } from '../admission/claims';
 import type { Mailbox, Message } from '../messages/model';
-import * as groupHooks from '../groups/service';
 import { groupDecidedReason } from '../groups/model';
-import type { Random } from '../random';
-import { defaultSpaceLimits } from '../tenancy/space-limits';
 import { mailboxOf, sendTo } from '../messages/service';
 import { messageView } from '../messages/views';
-import type { TaskCancelBody, TaskDebugView, TaskDetachBody, TaskDetachReply, TaskJoinBody, TaskListQuery, TaskStateReply, TaskSubmitBody, TaskSubmitReply, TaskView } from '../schemas/tasks';
-import type { Page } from '../store/repositories';
+import type { TaskDebugView, TaskDetachBody, TaskDetachReply, TaskJoinBody, TaskListQuery, TaskStateReply, TaskSubmitBody, TaskSubmitReply, TaskView } from '../schemas/tasks';
+import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import { isoFromMs, msFromIso } from '../time';
 import { isTerminalTask, type Task, type TaskListPosition, type TaskMove, type TaskRequirements, type TaskState } from './model';
@@ -24,9 +21,10 @@ import { hasRequirements, type DeliveryRequirements } from '../admission/model';
 
 /**
  * Tasks without admission (decisions §6). A task's delivery is a message in its mailbox that
- * carries the taskId; the message service calls the hooks below inside its own transactions, so
- * a claim, complete, nack or lease expiry moves the task in the same transaction. Lock order
- * (docs/lock-order.md): the delivery message first, then the task row.
+ * carries the taskId; the delivery lifecycle (core/src/deliveries/lifecycle.ts) calls the hooks
+ * below inside its own transactions, so a claim, complete, nack or lease expiry moves the task in
+ * the same transaction, and evaluates the task's group after it. Lock order (docs/lock-order.md):
+ * the delivery message first, then the task row. This module imports no group code.
  */
 
 const taskEvent = (t: Pick<Task, 'id' | 'scopeId'>, type: string, data: Record<string, unknown> = {}): NewEvent => ({
@@ -37,7 +35,7 @@ const taskEvent = (t: Pick<Task, 'id' | 'scopeId'>, type: string, data: Record<s
   data: { taskId: t.id, ...data },
 });
 
-async function taskOf(tx: Tx, spaceId: string, id: string, lock = false): Promise<Task> {
+export async function taskOf(tx: Tx, spaceId: string, id: string, lock = false): Promise<Task> {
   const task = await tx.tasks.get(spaceId, id, { forUpdate: lock });
   if (!task) throw notFound('task');
   return task;
@@ -194,22 +192,8 @@ function decodeTaskCursor(cursor: string): TaskListPosition {
   return position;
 }
 
-/** Nonterminal to CANCELLED with its delivery; a terminal task is CONFLICT naming the state. Never gated. */
-export async function cancel(ctx: OpContext, id: string, body: TaskCancelBody): Promise<TaskStateReply> {
-  const peek = await taskOf(ctx.tx, ctx.spaceId, id);
-  // Lock order: the delivery message first, then the task.
-  const message = peek.messageId === null ? undefined : await ctx.tx.messages.get(ctx.spaceId, peek.messageId, { forUpdate: true });
-  const task = await taskOf(ctx.tx, ctx.spaceId, id, true);
-  if (isTerminalTask(task.state)) throw conflict(`task ${task.id} is ${task.state}`);
-  const { next, events } = await cancelLocked(ctx, task, message, body.reason ?? null);
-  // A member's end may decide its group (after the task, in the lock order).
-  if (next.groupId !== null) events.push(...(await groupHooks.onMemberEnded(ctx, next)));
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
-  return { taskId: next.id, state: next.state };
-}
-
 /** CANCELLED, with its READY or CLAIMED delivery, the task and delivery already locked by the caller: the task after, and the events. */
-async function cancelLocked(ctx: OpContext, task: Task, message: Message | undefined, reason: string | null): Promise<{ next: Task; events: NewEvent[] }> {
+export async function cancelLocked(ctx: OpContext, task: Task, message: Message | undefined, reason: string | null): Promise<{ next: Task; events: NewEvent[] }> {
   assert(!isTerminalTask(task.state), `cancel of ${task.state} task ${task.id}`);
   const next: Task = { ...task, state: 'CANCELLED', failureReason: reason, updatedAt: ctx.nowMs };
   await ctx.tx.tasks.update(next);
@@ -273,9 +257,15 @@ export async function debugView(tx: Tx, spaceId: string, id: string): Promise<Ta
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hooks of the message service: each runs in the transaction that moved the delivery, under the
-// delivery's row lock (lock order: message, then task), and returns its event for the caller to
-// append with its own in one statement. A terminal task stays as it is (no event).
+// Hooks of the delivery lifecycle: each runs in the transaction that moved the delivery, under the
+// delivery's row lock (lock order: message, then task), and returns the moved task with its event
+// for the caller to append with its own in one statement. A terminal task stays as it is (no event).
+
+/** A task moved with its delivery, and its event; none when the delivery has no task or the task had ended. */
+export interface TaskMoved {
+  moved: Task | undefined;
+  events: NewEvent[];
+}
 
 const moveOf = (m: Message, state: TaskState, nowMs: number, outcome: unknown = null, failureReason: string | null = null): TaskMove => ({
   state,
@@ -290,14 +280,10 @@ const moveOf = (m: Message, state: TaskState, nowMs: number, outcome: unknown = 
  * it already (lockDelivery, under the delivery's lock): then core decides and the write rides
  * with the commit; else one conditional UPDATE (moveLive) decides and answers the task.
  */
-async function moveTask(ctx: OpContext, m: Message, move: TaskMove, type: string, data: Record<string, unknown>, loaded?: Task): Promise<NewEvent[]> {
-  if (m.taskId === null) return [];
-  const task = loaded === undefined ? await ctx.tx.tasks.moveLive(m.spaceId, m.taskId, move) : await moveLoaded(ctx, loaded, m, move);
-  if (!task) return [];
-  const events = [taskEvent(task, type, { messageId: m.id, attempt: m.attempt, ...data })];
-  // A member's end may decide its group (after the task, in the lock order).
-  if (task.groupId !== null && isTerminalTask(task.state)) events.push(...(await groupHooks.onMemberEnded(ctx, task)));
-  return events;
+async function moveTask(ctx: OpContext, m: Message, move: TaskMove, type: string, data: Record<string, unknown>, loaded?: Task): Promise<TaskMoved> {
+  if (m.taskId === null) return { moved: undefined, events: [] };
+  const moved = loaded === undefined ? await ctx.tx.tasks.moveLive(m.spaceId, m.taskId, move) : await moveLoaded(ctx, loaded, m, move);
+  return { moved, events: moved ? [taskEvent(moved, type, { messageId: m.id, attempt: m.attempt, ...data })] : [] };
 }
 
 /** moveLive's rule over a task read under its delivery's lock: a terminal task stays as it is. */
@@ -311,7 +297,7 @@ async function moveLoaded(ctx: OpContext, task: Task, m: Message, move: TaskMove
 }
 
 /** A claim of the delivery: RUNNING. */
-export async function onClaimed(ctx: OpContext, m: Message): Promise<NewEvent[]> {
+export async function onClaimed(ctx: OpContext, m: Message): Promise<TaskMoved> {
   return moveTask(ctx, m, moveOf(m, 'RUNNING', ctx.nowMs), eventTypes.taskRunning, {
     holder: m.holder,
     holderSession: m.holderSession,
@@ -321,7 +307,7 @@ export async function onClaimed(ctx: OpContext, m: Message): Promise<NewEvent[]>
 }
 
 /** A complete of the delivery: SUCCEEDED with the result payload as outcome. */
-export async function onAcked(ctx: OpContext, m: Message, outcome: unknown, task?: Task): Promise<NewEvent[]> {
+export async function onAcked(ctx: OpContext, m: Message, outcome: unknown, task?: Task): Promise<TaskMoved> {
   return moveTask(ctx, m, moveOf(m, 'SUCCEEDED', ctx.nowMs, outcome ?? null), eventTypes.taskSucceeded, {}, task);
 }
 
@@ -329,37 +315,26 @@ export async function onAcked(ctx: OpContext, m: Message, outcome: unknown, task
  * A failed attempt (nack or lease expiry), `m` being the message after it: READY again makes the
  * task PENDING (task.requeued); DEAD makes it FAILED with `reason`.
  */
-export async function onFailedAttempt(ctx: OpContext, m: Message, reason: string, task?: Task): Promise<NewEvent[]> {
+export async function onFailedAttempt(ctx: OpContext, m: Message, reason: string, task?: Task): Promise<TaskMoved> {
   const failed = m.state === 'DEAD';
   const move = failed ? moveOf(m, 'FAILED', ctx.nowMs, null, reason) : moveOf(m, 'PENDING', ctx.nowMs);
   return moveTask(ctx, m, move, failed ? eventTypes.taskFailed : eventTypes.taskRequeued, { reason }, task);
 }
 
 /**
- * The deadline sweep: PENDING or RUNNING tasks whose deadline passed become EXPIRED, and a READY
- * delivery is cancelled (a CLAIMED one runs on; its complete no longer changes the task). A
- * member's expiry may decide its group, which cancels other members, some perhaps in this same
- * batch: a member is read again before it expires.
+ * A task whose deadline passed, locked with its delivery by the caller: EXPIRED, and a READY
+ * delivery cancelled (a CLAIMED one runs on; its complete no longer changes the task).
  */
-export async function expireDeadlines(tx: Tx, nowMs: number, limit: number, random: Random): Promise<number> {
-  const due = await tx.tasks.claimDeadlinePassed(nowMs, limit);
-  for (const claimed of due) {
-    // Only a group member can have been cancelled by an earlier row's decision: only they are read again.
-    const task = claimed.groupId === null ? claimed : await tx.tasks.get(claimed.spaceId, claimed.id);
-    assert(task !== undefined, `due task ${claimed.id} vanished`);
-    if (isTerminalTask(task.state)) continue;
-    const ctx: OpContext = { tx, spaceId: task.spaceId, nowMs, random, limits: defaultSpaceLimits };
-    const next: Task = { ...task, state: 'EXPIRED', failureReason: 'DEADLINE_EXCEEDED', updatedAt: nowMs };
-    assertTask(next);
-    await tx.tasks.update(next);
-    const events: NewEvent[] = [taskEvent(next, eventTypes.taskExpired, { from: task.state, deadline: isoFromMs(task.deadline!) })];
-    const message = task.messageId === null ? undefined : await tx.messages.get(task.spaceId, task.messageId);
-    if (message && message.state === 'READY') {
-      await tx.messages.update(cancelled(message, nowMs));
-      events.push({ type: eventTypes.messageCancelled, aggregateType: 'mailbox', aggregateId: message.mailboxId, scopeId: message.scopeId, data: { messageId: message.id, attempt: message.attempt, taskId: task.id } });
-    }
-    if (next.groupId !== null) events.push(...(await groupHooks.onMemberEnded(ctx, next)));
-    await tx.events.append(task.spaceId, nowMs, events);
+export async function expireLocked(ctx: OpContext, task: Task): Promise<{ next: Task; events: NewEvent[] }> {
+  assert(!isTerminalTask(task.state) && task.deadline !== null && task.deadline <= ctx.nowMs, `expiry of ${task.state} task ${task.id}, deadline ${task.deadline}`);
+  const next: Task = { ...task, state: 'EXPIRED', failureReason: 'DEADLINE_EXCEEDED', updatedAt: ctx.nowMs };
+  assertTask(next);
+  await ctx.tx.tasks.update(next);
+  const events: NewEvent[] = [taskEvent(next, eventTypes.taskExpired, { from: task.state, deadline: isoFromMs(task.deadline) })];
+  const message = task.messageId === null ? undefined : await ctx.tx.messages.get(task.spaceId, task.messageId);
+  if (message && message.state === 'READY') {
+    await ctx.tx.messages.update(cancelled(message, ctx.nowMs));
+    events.push({ type: eventTypes.messageCancelled, aggregateType: 'mailbox', aggregateId: message.mailboxId, scopeId: message.scopeId, data: { messageId: message.id, attempt: message.attempt, taskId: task.id } });
   }
-  return due.length;
+  return { next, events };
 }

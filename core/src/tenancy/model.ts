@@ -1,5 +1,3 @@
-import type { SpaceLimitSettings } from './space-limits';
-
 export const permissions = ['coordination_read', 'coordination_write', 'resource_config', 'usage_read'] as const;
 export type Permission = (typeof permissions)[number];
 
@@ -64,3 +62,19 @@ export const planLimitFields = [
   'payloadBytes',
   'retentionDays',
 ] as const satisfies readonly (keyof PlanLimits)[];
+
+/**
+ * Per-space limits (spec, "Per-space limits"): what GET /limits shows and PUT /limits sets.
+ * A space stores only what was set; the rest are the defaults. requestsPerMinute defaults to
+ * the plan's rate and is capped by it; maxPayloadBytes is capped by the plan's payload size.
+ */
+export interface SpaceLimits {
+  requestsPerMinute: number | null;
+  maxBacklog: number;
+  maxPayloadBytes: number;
+  maxLeaseSeconds: number;
+  maxPendingWaiters: number;
+  maxArmedTimers: number;
+}
+
+export type SpaceLimitSettings = Partial<SpaceLimits>;

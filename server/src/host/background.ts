@@ -1,4 +1,4 @@
-import { allowances, budgets, groups, messages, tasks, type Clock, type Random, type Store } from '@baton/core';
+import { allowances, budgets, deliveries, groups, type Clock, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 
 /** Rows one sweep transaction handles; a full batch means more are due, so the sweep goes on. */
@@ -37,9 +37,9 @@ export class BackgroundWork {
     await this.untilDone((nowMs) => this.store.transaction((tx) => budgets.emitOverdueReservations(tx, nowMs, batchSize)));
     await this.untilDone((nowMs) => this.store.transaction((tx) => allowances.serveDueLines(tx, nowMs, batchSize)));
     // Message leases that ran out go back to READY (or DEAD): their tokens die, recv wakes.
-    await this.untilDone((nowMs) => this.store.transaction((tx) => messages.expireLeases(tx, nowMs, batchSize, this.random)));
+    await this.untilDone((nowMs) => this.store.transaction((tx) => deliveries.expireLeases(tx, nowMs, batchSize, this.random)));
     // Tasks whose deadline passed before success become EXPIRED; a READY delivery is cancelled.
-    await this.untilDone((nowMs) => this.store.transaction((tx) => tasks.expireDeadlines(tx, nowMs, batchSize, this.random)));
+    await this.untilDone((nowMs) => this.store.transaction((tx) => deliveries.expireTaskDeadlines(tx, nowMs, batchSize, this.random)));
     // Task groups whose deadline passed undecided decide FAILED DEADLINE_EXCEEDED; live members are cancelled.
     await this.untilDone((nowMs) => this.store.transaction((tx) => groups.expireDeadlines(tx, nowMs, batchSize, this.random)));
   }

@@ -2,7 +2,7 @@ import type { GroupLedger } from '../checks/groups';
 import type { SimContext } from '../context';
 import type { HttpReply } from '../server-host';
 import { Agent, type Current } from './agent';
-import type { TaskWorkload } from './task-workload';
+import type { TaskFixture } from './task-fixture';
 
 const terminal = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED']);
 /** How long a coordinator races one group before it moves on (a group may stay undecided: that is allowed while its condition is not met). */
@@ -42,7 +42,7 @@ export class GroupCoordinator extends Agent {
   constructor(
     name: string,
     sim: SimContext,
-    private readonly tasks: TaskWorkload,
+    private readonly tasks: TaskFixture,
     private readonly groups: GroupLedger,
   ) {
     super(name, sim);

@@ -1,6 +1,6 @@
 import type { SimContext } from '../context';
 import { Agent, type Current } from './agent';
-import type { TaskWorkload } from './task-workload';
+import type { TaskFixture } from './task-fixture';
 
 /**
  * Cancels random tasks it has heard of (any state: a terminal one must answer 409 CONFLICT),
@@ -11,7 +11,7 @@ export class TaskCanceller extends Agent {
   constructor(
     name: string,
     sim: SimContext,
-    private readonly tasks: TaskWorkload,
+    private readonly tasks: TaskFixture,
   ) {
     super(name, sim);
   }

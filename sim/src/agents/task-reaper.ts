@@ -1,6 +1,6 @@
 import type { SimContext } from '../context';
 import { Agent, type Current } from './agent';
-import type { TaskWorkload } from './task-workload';
+import type { TaskFixture } from './task-fixture';
 
 /**
  * How long an admission's reservation may stay ACTIVE before the reaper voids it: past any claim
@@ -19,7 +19,7 @@ export class TaskReaper extends Agent {
   constructor(
     name: string,
     sim: SimContext,
-    private readonly tasks: TaskWorkload,
+    private readonly tasks: TaskFixture,
   ) {
     super(name, sim);
   }

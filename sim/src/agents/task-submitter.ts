@@ -1,6 +1,6 @@
 import type { SimContext } from '../context';
 import { Agent, type Current } from './agent';
-import type { TaskWorkload } from './task-workload';
+import type { TaskFixture } from './task-fixture';
 
 /**
  * Submits tasks: mostly new taskKeys, now and then one submitted before (by any session), which
@@ -13,7 +13,7 @@ export class TaskSubmitter extends Agent {
   constructor(
     name: string,
     sim: SimContext,
-    private readonly tasks: TaskWorkload,
+    private readonly tasks: TaskFixture,
   ) {
     super(name, sim);
   }

@@ -4,7 +4,7 @@ import type { SimContext } from '../context';
 import { requestTimeoutMs } from '../network';
 import { createSimClient, simClock, simRandom } from '../runtime-adapter';
 import { Agent, type Current } from './agent';
-import type { TaskWorkload } from './task-workload';
+import type { TaskFixture } from './task-fixture';
 
 /** Long-poll waits stay under the network's 2 s timeout, so a wait that runs out is an answer, not a retry. */
 const maxWaitMs = 1_500;
@@ -81,7 +81,7 @@ export class TaskWorker extends Agent {
   constructor(
     name: string,
     sim: SimContext,
-    private readonly tasks: TaskWorkload,
+    private readonly tasks: TaskFixture,
     private readonly options: TaskWorkerOptions,
   ) {
     super(name, sim);

@@ -5,19 +5,12 @@ import type { SimContext } from '../context';
 import { SimRandom } from '../rng';
 import type { ServerHost } from '../server-host';
 import type { Agent } from './agent';
+import type { TaskFixture, TaskSpec } from './task-fixture';
 import { GroupCoordinator } from './group-coordinator';
 import { TaskCanceller } from './task-canceller';
 import { TaskReaper } from './task-reaper';
 import { TaskSubmitter } from './task-submitter';
 import { TaskWorker, type RuntimeBugs } from './task-worker';
-
-/** What a submit of one taskKey sends: drawn from the key alone, so every repeat of a key joins (same fingerprint). */
-export interface TaskSpec {
-  mailboxId: string;
-  input: { n: number };
-  requirements: { pools: { name: string; units: number }[]; quotas: { name: string; units: number }[]; budgets: { name: string; reserveMinor: string }[] };
-  workLimit?: string;
-}
 
 /**
  * The task part of a run (admission, docs/simulator.md "Tasks"): the operator's task mailbox,
@@ -25,7 +18,7 @@ export interface TaskSpec {
  * submit, work and cancel tasks, and their checks. Resources are scarce on purpose, so
  * admission often passes a delivery over and the FIFO and all-or-nothing checks have work.
  */
-export class TaskWorkload {
+export class TaskWorkload implements TaskFixture {
   readonly ledger: TaskLedger;
   /** What group coordinators were told, and the store's group decisions as first seen (checks/groups.ts). */
   readonly groups: GroupLedger;

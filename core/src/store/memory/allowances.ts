@@ -1,6 +1,6 @@
 import { assert } from '../../assert';
 import type { Allowance, AllowanceWaiter, Consumption } from '../../allowances/model';
-import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from '../allowance-repositories';
+import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from '../../allowances/repository';
 import type { MemoryTable } from './table';
 
 const key = (spaceId: string, id: string): string => `${spaceId}\u0000${id}`;

@@ -2,7 +2,7 @@ import { assert } from '../../assert';
 import type { GroupMember, MemberRow, TaskGroup } from '../../groups/model';
 import { assertGroup } from '../../groups/rules';
 import type { TaskState } from '../../tasks/model';
-import type { TaskGroupRepository } from '../group-repositories';
+import type { TaskGroupRepository } from '../../groups/repository';
 import type { LockOptions, TaskRepository } from '../repositories';
 import { MemoryTable } from './table';
 

@@ -1,7 +1,7 @@
 import { assert } from '../../assert';
 import type { Mailbox, Message } from '../../messages/model';
 import { assertMessage, claim } from '../../messages/rules';
-import type { MailboxRepository, MessageRepository } from '../message-repositories';
+import type { MailboxRepository, MessageRepository } from '../../messages/repository';
 import { plantedBugs } from '../../planted-bugs';
 import type { LockOptions } from '../repositories';
 import { MemoryTable } from './table';

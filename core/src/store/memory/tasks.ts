@@ -3,7 +3,7 @@ import type { JournalEvent } from '../../events/model';
 import { isTerminalTask, type Task, type TaskSubscriber } from '../../tasks/model';
 import { assertTask } from '../../tasks/rules';
 import type { LockOptions } from '../repositories';
-import type { TaskRepository } from '../task-repositories';
+import type { TaskRepository } from '../../tasks/repository';
 import { MemoryTable } from './table';
 
 const key = (spaceId: string, id: string): string => `${spaceId}\u0000${id}`;

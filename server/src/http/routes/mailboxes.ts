@@ -1,4 +1,4 @@
-import { messages, schemas, topicOf } from '@baton/core';
+import { deliveries, messages, schemas, topicOf } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { hasPermission } from '../auth';
@@ -88,7 +88,7 @@ export function mailboxRoutes(deps: AppDeps) {
           request,
           false,
           async (ctx) => {
-            const delivery = await messages.recv(ctx, request.params.id, request.body);
+            const delivery = await deliveries.recv(ctx, request.params.id, request.body);
             return delivery ? { statusCode: 200, body: delivery } : { statusCode: 204, body: undefined };
           },
           (result) => result.statusCode !== 204,
@@ -119,7 +119,7 @@ export function mailboxRoutes(deps: AppDeps) {
         response: { 200: schemas.completeReply, ...errorReplies(409, 413, 422, 429) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await messages.complete(ctx, request.params.id, request.body) })),
+      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await deliveries.complete(ctx, request.params.id, request.body) })),
     );
 
     app.post('/messages/:id/nack', {
@@ -130,7 +130,7 @@ export function mailboxRoutes(deps: AppDeps) {
         response: { 200: schemas.nackReply, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await messages.nack(ctx, request.params.id, request.body) })),
+      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await deliveries.nack(ctx, request.params.id, request.body) })),
     );
   };
 }

@@ -1,4 +1,4 @@
-import { schemas, tasks } from '@baton/core';
+import { deliveries, schemas, tasks } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
@@ -53,7 +53,7 @@ export function taskRoutes(deps: AppDeps) {
         body: schemas.taskCancelBody,
         response: { 200: schemas.taskStateReply, ...errorReplies(409, 422) },
       },
-    }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await tasks.cancel(ctx, request.params.id, request.body ?? {}) })));
+    }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await deliveries.cancelTask(ctx, request.params.id, request.body ?? {}) })));
 
     app.post('/tasks/:id/join', {
       config: write,

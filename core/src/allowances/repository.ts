@@ -1,5 +1,5 @@
-import type { Allowance, AllowanceWaiter, Consumption } from '../allowances/model';
-import type { LockOptions } from './repositories';
+import type { Allowance, AllowanceWaiter, Consumption } from './model';
+import type { LockOptions } from '../store/lock-options';
 
 export interface AllowanceRepository {
   insert(allowance: Allowance): Promise<void>;

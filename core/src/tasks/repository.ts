@@ -1,6 +1,6 @@
 import type { JournalEvent } from '../events/model';
-import type { Task, TaskListPosition, TaskMove, TaskState, TaskSubscriber } from '../tasks/model';
-import type { LockOptions } from './repositories';
+import type { Task, TaskListPosition, TaskMove, TaskState, TaskSubscriber } from './model';
+import type { LockOptions } from '../store/lock-options';
 
 /** Tasks and their subscribers (core/src/tasks). */
 export interface TaskRepository {

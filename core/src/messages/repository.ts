@@ -1,5 +1,5 @@
-import type { CandidateRequest, ClaimRequest, Mailbox, Message, MessageListPosition, MessageState, NewMessage } from '../messages/model';
-import type { LockOptions } from './repositories';
+import type { CandidateRequest, ClaimRequest, Mailbox, Message, MessageListPosition, MessageState, NewMessage } from './model';
+import type { LockOptions } from '../store/lock-options';
 
 export interface MailboxRepository {
   /** False, writing nothing, when the space already has a mailbox of that name (a concurrent create won). */

@@ -1,5 +1,5 @@
-import type { GroupListPosition, GroupMember, GroupState, MemberRow, TaskGroup, Verdict } from '../groups/model';
-import type { LockOptions } from './repositories';
+import type { GroupListPosition, GroupMember, GroupState, MemberRow, TaskGroup, Verdict } from './model';
+import type { LockOptions } from '../store/lock-options';
 
 /**
  * Task groups and their members (core/src/groups). The group row is the lock every decision

@@ -1,0 +1,30 @@
+import type { LockOptions } from '../store/lock-options';
+import type { Budget, BudgetEntry, Reservation } from './model';
+
+export interface BudgetRepository {
+  insert(budget: Budget): Promise<void>;
+  get(spaceId: string, id: string, options?: LockOptions): Promise<Budget | undefined>;
+  getByName(spaceId: string, name: string): Promise<Budget | undefined>;
+  /** Budgets ordered by name; `afterName` is exclusive. */
+  list(spaceId: string, afterName: string | null, limit: number): Promise<Budget[]>;
+  update(budget: Budget): Promise<void>;
+}
+
+export interface ReservationRepository {
+  insert(reservation: Reservation): Promise<void>;
+  get(spaceId: string, id: string, options?: LockOptions): Promise<Reservation | undefined>;
+  update(reservation: Reservation): Promise<void>;
+  /** ACTIVE reservations of a budget, oldest first. */
+  listActive(spaceId: string, budgetId: string): Promise<Reservation[]>;
+  /**
+   * ACTIVE reservations of any space whose settleBy is at or before `nowMs` and whose overdue
+   * event is not yet emitted, locked for this transaction. Rows another server is already
+   * sweeping are skipped, so sweepers on several servers never emit one event twice.
+   */
+  claimOverdue(nowMs: number, limit: number): Promise<Reservation[]>;
+}
+
+export interface BudgetEntryRepository {
+  insert(entry: BudgetEntry): Promise<void>;
+  getByWorkKey(spaceId: string, budgetId: string, workKey: string): Promise<BudgetEntry | undefined>;
+}

@@ -1,0 +1,20 @@
+export interface IdempotencyRecord {
+  spaceId: string;
+  key: string;
+  /** Method, path and canonical body, hashed (decisions §4). */
+  fingerprint: string;
+  statusCode: number;
+  body: unknown;
+  createdAt: number;
+}
+
+export interface IdempotencyRepository {
+  /**
+   * Takes the key for this transaction. False while another transaction holds it: the first
+   * request is still in flight (IDEMPOTENCY_KEY_IN_FLIGHT).
+   */
+  tryLock(spaceId: string, key: string): Promise<boolean>;
+  get(spaceId: string, key: string): Promise<IdempotencyRecord | undefined>;
+  /** Inserts, or replaces a record older than the replay window. */
+  put(record: IdempotencyRecord): Promise<void>;
+}
