@@ -60,6 +60,7 @@ interface Drained {
 async function onScratch<T>(serverUrl: string, work: (url: string, pool: pg.Pool) => Promise<T>): Promise<T> {
   const scratch = await createScratchDatabase(serverUrl, 'baton_bench');
   const pool = new pg.Pool({ connectionString: scratch.url, max: 2 });
+  pool.on('error', (error) => console.log(`  bench pool: ${error.message}`));
   try {
     return await work(scratch.url, pool);
   } finally {
@@ -96,12 +97,12 @@ async function withGraphilePool<T>(url: string, work: (pgPool: pg.Pool) => Promi
 async function graphileDrain(gw: GraphileModule, serverUrl: string, jobs: number, batched: boolean): Promise<Drained> {
   return onScratch(serverUrl, async (url, pool) => {
     const logger = new gw.Logger(() => () => {});
-    const utils = await gw.makeWorkerUtils({ connectionString: url, logger });
-    await utils.migrate();
-    await utils.release();
-    await pool.query(`SELECT graphile_worker.add_job('noop', '{}'::json) FROM generate_series(1, $1)`, [jobs]);
     const preset = batched ? { worker: { localQueue: { size: 100 }, completeJobBatchDelay: 0 } } : {};
     return withGraphilePool(url, async (pgPool) => {
+      const utils = await gw.makeWorkerUtils({ pgPool, logger });
+      await utils.migrate();
+      await utils.release();
+      await pool.query(`SELECT graphile_worker.add_job('noop', '{}'::json) FROM generate_series(1, $1)`, [jobs]);
       const started = performance.now();
       const runner = await gw.run({ pgPool, logger, noHandleSignals: true, preset, taskList: { noop: async () => {} } });
       // Handlers starting is not jobs done: the drain ends when the last completion has committed.
@@ -119,6 +120,9 @@ async function graphileWake(gw: GraphileModule, serverUrl: string, samples: numb
     const logger = new gw.Logger(() => () => {});
     let arrived: (() => void) | undefined;
     return withGraphilePool(url, async (pgPool) => {
+      const utils = await gw.makeWorkerUtils({ pgPool, logger });
+      await utils.migrate();
+      await utils.release();
       const runner = await gw.run({ pgPool, logger, noHandleSignals: true, taskList: { wake: async () => arrived?.() } });
       await sleep(500); // the pool's LISTEN is up
       const latencies: number[] = [];
