@@ -16,6 +16,8 @@
  *
  * Sizes: BENCH_PEERS_JOBS (default 20,000; BENCH_TASKS_QUICK=1 makes it 4,000), BENCH_PEERS_WORKERS
  * (Baton's workers, default 16); the cycle window and wake samples as in `tasks`.
+ * BENCH_PEERS_DRAIN_ONLY=1 runs only graphile-worker's default drain and Baton's drain on
+ * PostgreSQL, the pair to watch while working on the hot path (a few minutes instead of twelve).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -198,6 +200,7 @@ async function run(options: BenchOptions): Promise<void> {
   const rows: Row[] = [];
   const gwDefault = await graphileDrain(gw, serverUrl, jobs, false);
   console.log(`  graphile-worker default: ${fmt(gwDefault.jobs / gwDefault.seconds)} jobs/s`);
+  if (['1', 'true', 'yes'].includes(process.env.BENCH_PEERS_DRAIN_ONLY ?? '')) return drainOnly(gwDefault, config);
   const gwBatched = await graphileDrain(gw, serverUrl, jobs, true);
   console.log(`  graphile-worker batched: ${fmt(gwBatched.jobs / gwBatched.seconds)} jobs/s`);
   const boss = await pgBossDrain(PgBoss, serverUrl, jobs);
@@ -231,6 +234,18 @@ async function run(options: BenchOptions): Promise<void> {
   console.log(`| Baton (submit reply → admit reply) | ${fmt(batonWake.percentile('fromReply', 50), 2)} | ${fmt(batonWake.percentile('fromReply', 99), 2)} |`);
   const problems = [...baton.problems, ...batonLite.problems];
   if (problems.length > 0) throw new BenchFailure(`problems in Baton's runs (listed above)`);
+}
+
+/** BENCH_PEERS_DRAIN_ONLY: graphile-worker's default drain beside Baton's, nothing else. */
+async function drainOnly(gwDefault: Drained, config: ReturnType<typeof configOf>): Promise<void> {
+  const baton = await runStore('postgres', { ...config, phases: ['drain'] });
+  if (!baton?.drain) throw new BenchFailure('postgres is unreachable');
+  const base = gwDefault.jobs / gwDefault.seconds;
+  const drained = baton.drain.done / baton.drain.seconds;
+  console.log(`\n| system | jobs/s | ratio to graphile-worker default |\n| --- | ---: | ---: |`);
+  console.log(`| graphile-worker 0.17.3, default (concurrency 10) | ${fmt(base)} | 1.00× |`);
+  console.log(`| Baton, one task per request (${config.workers[0]} workers) | ${fmt(drained)} | ${fmt(drained / base, 2)}× |`);
+  if (baton.problems.length > 0) throw new BenchFailure(`problems in Baton's runs (listed above)`);
 }
 
 export const peersBenchmark: Benchmark = {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { SqlDriver, SqlParam, SqlQueryable } from './driver';
+import { StatementBatch, type Statement, type StatementResult } from './pg-statement-batch';
 import { RoundTripMeter } from './round-trips';
 
 export interface PgDriverOptions {
@@ -108,6 +109,8 @@ class PipelinedTransaction implements SqlQueryable {
   /** The first statement of any kind that failed, for the 25P02 answers that follow it. */
   private firstFailure: { error: unknown } | undefined;
   private readonly writes: Promise<void>[] = [];
+  /** Statements sent since the last flush: they leave together, as one pipeline segment. */
+  private pending: Statement[] = [];
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -136,8 +139,11 @@ class PipelinedTransaction implements SqlQueryable {
     return Promise.resolve();
   }
 
+  /** A script of several statements goes by the simple protocol, after what is pending. */
   async exec(script: string): Promise<void> {
-    await this.query(script);
+    this.flush();
+    this.meter.count(this.inFlight === 0);
+    await this.client.query(script);
   }
 
   async commit(): Promise<void> {
@@ -164,10 +170,13 @@ class PipelinedTransaction implements SqlQueryable {
   }
 
   /** A statement is a new round trip when none of this connection's is still in flight. */
-  private send(text: string, params: readonly SqlParam[]): Promise<pg.QueryResult> {
+  private send(text: string, params: readonly SqlParam[]): Promise<StatementResult> {
     this.meter.count(this.inFlight === 0);
     this.inFlight += 1;
-    const sent = this.client.query(statement(text, params));
+    const sent = new Promise<StatementResult>((resolve, reject) => {
+      this.pending.push({ name: params.length === 0 ? '' : statementName(text), text, values: params, resolve, reject });
+    });
+    if (this.pending.length === 1) process.nextTick(() => this.flush());
     sent.then(
       () => {
         this.inFlight -= 1;
@@ -178,6 +187,20 @@ class PipelinedTransaction implements SqlQueryable {
       },
     );
     return sent;
+  }
+
+  /**
+   * Sends what is pending as one segment (pg-statement-batch.ts). Flushing on the next tick
+   * holds a statement only until the current run of promise continuations is over (a nextTick
+   * queued from one runs once the microtask queue is empty), so BEGIN, the writes and the read
+   * of one round trip leave together, and nothing waits that could have gone sooner.
+   */
+  private flush(): void {
+    if (this.pending.length === 0) return;
+    const batch = new StatementBatch(this.pending);
+    this.pending = [];
+    // A submittable's failures reach it through handleError, never as a throw or a rejection.
+    this.client.query(batch as unknown as pg.QueryConfig);
   }
 }
 
@@ -199,12 +222,16 @@ const isAborted = (error: unknown): boolean => typeof error === 'object' && erro
  */
 const statementNames = new Map<string, string>();
 
-function statement(text: string, params: readonly SqlParam[]): pg.QueryConfig {
-  if (params.length === 0) return { text };
+function statementName(text: string): string {
   let name = statementNames.get(text);
   if (name === undefined) {
     name = `baton_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
     statementNames.set(text, name);
   }
-  return { name, text, values: params as unknown[] };
+  return name;
+}
+
+function statement(text: string, params: readonly SqlParam[]): pg.QueryConfig {
+  if (params.length === 0) return { text };
+  return { name: statementName(text), text, values: params as unknown[] };
 }

@@ -2,9 +2,6 @@ import { assert, InvariantViolation, type Store, type Tx } from '@baton/core';
 import type { SqlDriver } from './driver';
 import { sqlRepositories } from './repositories/index';
 
-/** Tables whose rows change state many times a second: their planner statistics go stale first. */
-const queueTables = ['messages', 'tasks'];
-
 /** Tries of one transaction refused for lock conflicts before the conflict is the caller's error. */
 const maxTransactionAttempts = 30;
 
@@ -58,27 +55,6 @@ export class SqlStore implements Store {
   /** Each statement runs on its own (autocommit) and sees what was committed when it started. */
   read<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     return work(sqlRepositories(this.driver));
-  }
-
-  /**
-   * ANALYZE of each queue table that changed by more than 1,000 rows plus 5 % since its last
-   * statistics. Measured (docs/benchmarks.md, "Where the time goes now"): the candidate claim is
-   * planned from statistics, and statistics taken while a queue filled (every row READY) make it
-   * walk every already-claimed row, 3 ms a claim at 3,000 of them; autovacuum looks only once a
-   * minute. The check is one cheap read of PostgreSQL's counters; PGlite keeps no such counters
-   * (they read 0), so there it does nothing.
-   */
-  async maintain(): Promise<void> {
-    if (this.kind !== 'postgres') return;
-    const stale = await this.driver.query<{ relname: string }>(
-      `SELECT relname FROM pg_stat_user_tables
-       WHERE schemaname = current_schema() AND relname = ANY($1::text[]) AND n_mod_since_analyze > 1000 + 0.05 * n_live_tup`,
-      [queueTables],
-    );
-    for (const { relname } of stale) {
-      assert(queueTables.includes(relname), `maintain: ${relname} is not a queue table`);
-      await this.driver.exec(`ANALYZE ${relname}`);
-    }
   }
 
   close(): Promise<void> {

@@ -1,0 +1,11 @@
+-- The claim must walk a partial index of READY deliveries whatever the statistics say. Measured
+-- (issue 12, docs/benchmarks.md, pg_stat_statements over a 12,000-task drain): with statistics
+-- taken while the queue filled, which say most rows are READY, the planner judged walking
+-- messages_by_mailbox in seq order and filtering on state about as cheap as the partial index,
+-- and took it; every claim then stepped over every row claimed so far (4,000 buffers and 2.3 ms
+-- a claim after 5,000 claims) until an ANALYZE showed enough rows gone. A queue's share of
+-- READY rows swings from all to none in seconds, so no statistics of it are ever current. With
+-- none kept for `state`, the planner takes its default estimate for an equality, a small share
+-- of rows, and a partial index on `state` is always the cheaper way to the first READY row.
+ALTER TABLE messages ALTER COLUMN state SET STATISTICS 0;
+-- test/claim-plan.pg.test.ts shows both plans, and the walk coming back with statistics of state.
