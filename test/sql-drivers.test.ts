@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Org } from '@baton/core';
 import { openStore } from '../server/src/store/open-store';
-import type { SqlDriver } from '../server/src/store/sql/driver';
+import type { SqlDriver, SqlQueryable } from '../server/src/store/sql/driver';
 import { loadMigrations, migrate } from '../server/src/store/sql/migrate';
 import { PgDriver } from '../server/src/store/sql/pg-driver';
 import { PgliteDriver } from '../server/src/store/sql/pglite-driver';
@@ -151,6 +151,55 @@ describe.runIf(postgresUrl())('pg driver and migrations on PostgreSQL', () => {
     // Reported to the handler instead of crashing the process as an unhandled 'error' event.
     expect(errors.map((e) => e.message).join()).toMatch(/terminat/);
     expect(await driver.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+  });
+
+  // A transaction's statements of one tick go out as one pipeline segment with one Sync
+  // (pg-statement-batch.ts): these pin what a Sync per statement used to give.
+  it('sends the statements of a tick in one round trip and answers each with its own rows', async () => {
+    const db = await database();
+    const driver = pgDriver(db.url);
+    await driver.exec('CREATE TABLE t (id int PRIMARY KEY, v text)');
+    const before = driver.meter.snapshot();
+    const answers = await driver.transaction(async (q) => {
+      void q.write('INSERT INTO t VALUES ($1, $2)', [1, 'a']);
+      return Promise.all([q.query('SELECT v FROM t WHERE id = $1', [1]), q.query('SELECT count(*)::int AS n FROM t WHERE id > $1', [5]), q.query('SELECT 1 AS one WHERE false')]);
+    });
+    expect(answers).toEqual([[{ v: 'a' }], [{ n: 0 }], []]);
+    const after = driver.meter.snapshot();
+    // BEGIN, the write and the three reads in one; the COMMIT, sent once the reads are in, in another.
+    expect(after.roundTrips - before.roundTrips).toBe(2);
+    // Again, now that each statement's row shape is known and no Describe goes out: same rows.
+    expect(await driver.transaction((q) => q.query('SELECT v FROM t WHERE id = $1', [1]))).toEqual([{ v: 'a' }]);
+  });
+
+  it('fails a transaction at its first failed statement, answers the rest of the segment as not run, and commits nothing', async () => {
+    const db = await database();
+    const driver = pgDriver(db.url);
+    await driver.exec('CREATE TABLE t (id int PRIMARY KEY, v text)');
+    let later: unknown;
+    const attempt = driver.transaction(async (q) => {
+      void q.write('INSERT INTO t VALUES ($1, $2)', [1, 'a']);
+      void q.write('INSERT INTO t VALUES ($1, $2)', [1, 'duplicate']);
+      const read = q.query('SELECT v FROM t WHERE id = $1', [1]).catch((error: unknown) => (later = error));
+      await read;
+    });
+    await expect(attempt).rejects.toMatchObject({ code: '23505' });
+    // The read after the failure reports the failure that aborted the transaction, not 25P02.
+    expect(later).toMatchObject({ code: '23505' });
+    expect(await driver.query('SELECT count(*)::int AS n FROM t')).toEqual([{ n: 0 }]);
+    // The connection, and the statements it prepared before the failure, still work.
+    await driver.transaction(async (q) => q.write('INSERT INTO t VALUES ($1, $2)', [2, 'b']));
+    expect(await driver.transaction((q) => q.query('SELECT v FROM t WHERE id = $1', [2]))).toEqual([{ v: 'b' }]);
+  });
+
+  it('prepares again a statement whose Parse failed, once it can succeed', async () => {
+    const db = await database();
+    const driver = new PgDriver(db.url, { max: 1 });
+    cleanups.push(() => driver.close());
+    const read = (q: SqlQueryable) => q.query('SELECT v FROM late WHERE id = $1', [1]);
+    await expect(driver.transaction(read)).rejects.toMatchObject({ code: '42P01' });
+    await driver.exec(`CREATE TABLE late (id int PRIMARY KEY, v text); INSERT INTO late VALUES (1, 'here')`);
+    expect(await driver.transaction(read)).toEqual([{ v: 'here' }]);
   });
 });
 
