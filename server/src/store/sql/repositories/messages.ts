@@ -35,6 +35,27 @@ const scopeParam = (scopeIds: readonly string[]): SqlParam => {
   return scopeIds.length === 1 ? scopeIds[0]! : scopeIds;
 };
 
+/**
+ * Runs a claim with sorting ruled out of its plan when it names one scope, so that the plan can
+ * only walk a partial index of READY rows in seq order and stop at the first it can lock. Seen
+ * in drains (auto_explain, docs/benchmarks.md): on a table without statistics for the mailbox
+ * columns yet (new, or grown since its last ANALYZE), and likewise for any mailbox far larger
+ * than the average one, the planner expects a row or two and chooses to read every READY or
+ * CLAIMED row of the mailbox (messages_live) and sort them: 7 ms a claim at 6,000 READY. Sorting
+ * is never the right plan for a one-scope claim; a claim over several scopes needs it (no index
+ * gives seq order across scopes). SET LOCAL ends with the transaction; the second SET gives the
+ * rest of it back the default. Both ride in round trips that happen anyway.
+ */
+async function inSeqOrder<T>(q: SqlQueryable, scopeIds: readonly string[], claim: () => Promise<T>): Promise<T> {
+  if (scopeIds.length !== 1) return claim();
+  await q.write('SET LOCAL enable_sort = off');
+  try {
+    return await claim();
+  } finally {
+    await q.write('SET LOCAL enable_sort TO DEFAULT');
+  }
+}
+
 export function sqlMailboxes(q: SqlQueryable): MailboxRepository {
   return {
     async insert(m) {
@@ -176,13 +197,15 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // other claims hold (SKIP LOCKED); the UPDATE claims it. Concurrent claims never wait on
       // each other and never take one message twice. `state = 'READY'` again on the outer row
       // is belt and braces: the locked row is re-checked against the subquery's WHERE anyway.
-      const [row] = await q.query<Row>(
-        `UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-         WHERE space_id = $1 AND state = 'READY' AND id = (
-           SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'
-           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-         RETURNING ${messageColumns}`,
-        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
+      const [row] = await inSeqOrder(q, c.scopeIds, () =>
+        q.query<Row>(
+          `UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+           WHERE space_id = $1 AND state = 'READY' AND id = (
+             SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'
+             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+           RETURNING ${messageColumns}`,
+          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
+        ),
       );
       return row && toMessage(row);
     },
@@ -192,20 +215,22 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // `taken` claims it when it needs nothing. The final SELECT answers the claimed row, or
       // else the locked candidate as it was (a data-modifying CTE's effects are invisible to
       // the rest of its statement, so the second branch reads the pre-claim row).
-      const rows = await q.query<Row & { taken: unknown }>(
-        `WITH candidate AS (
-           SELECT id FROM messages
-           WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9
-           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
-         ), taken AS (
-           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-           FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
-           RETURNING ${qualified('m')}
-         )
-         SELECT ${messageColumns}, true AS taken FROM taken
-         UNION ALL
-         SELECT ${qualified('m')}, false AS taken FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
-        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
+      const rows = await inSeqOrder(q, c.scopeIds, () =>
+        q.query<Row & { taken: unknown }>(
+          `WITH candidate AS (
+             SELECT id FROM messages
+             WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9
+             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+           ), taken AS (
+             UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+             FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
+             RETURNING ${qualified('m')}
+           )
+           SELECT ${messageColumns}, true AS taken FROM taken
+           UNION ALL
+           SELECT ${qualified('m')}, false AS taken FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
+          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
+        ),
       );
       const [row] = rows;
       assert(rows.length <= 1, `claimCandidate answered ${rows.length} rows`);
