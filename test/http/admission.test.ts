@@ -583,6 +583,7 @@ describe.each(storeTargets())('admission over HTTP on $name', (target) => {
           return result;
         },
         read: (work) => store.read(work),
+        maintain: () => store.maintain(),
         close: () => store.close(),
       };
       const other = await startTestServer(hooked, { seed: 12 });

@@ -41,6 +41,10 @@ export class NotifyingStore implements Store {
     return this.inner.read(work);
   }
 
+  maintain(): Promise<void> {
+    return this.inner.maintain();
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }

@@ -12,5 +12,10 @@ export interface Store {
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   /** Reads outside a transaction: cheaper (no BEGIN/COMMIT), each statement sees committed data. */
   read<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Housekeeping the store itself needs, run by the background loop about once a second: on
+   * PostgreSQL, fresh planner statistics for a queue table that grew fast (sql-store.ts). Nothing elsewhere.
+   */
+  maintain(): Promise<void>;
   close(): Promise<void>;
 }

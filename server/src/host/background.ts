@@ -34,6 +34,7 @@ export class BackgroundWork {
   }
 
   async runDue(): Promise<void> {
+    await this.store.maintain();
     await this.untilDone((nowMs) => this.store.transaction((tx) => budgets.emitOverdueReservations(tx, nowMs, batchSize)));
     await this.untilDone((nowMs) => this.store.transaction((tx) => allowances.serveDueLines(tx, nowMs, batchSize)));
     // Message leases that ran out go back to READY (or DEAD): their tokens die, recv wakes.

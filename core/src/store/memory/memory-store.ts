@@ -67,6 +67,9 @@ export class MemoryStore implements Store {
     return this.exclusive(() => work(this.repositories));
   }
 
+  /** Nothing to keep up: no planner, no statistics. */
+  async maintain(): Promise<void> {}
+
   async close(): Promise<void> {
     await this.tail.catch(() => undefined);
   }
