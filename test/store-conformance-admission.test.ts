@@ -67,6 +67,24 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
     expect(await store.read((tx) => tx.messages.get(spaceId, needy.messageId))).toMatchObject({ state: 'READY' });
   });
 
+  it('claimCandidate moves the claimed delivery\'s task to RUNNING in the same step, and leaves an ended task as it is', async () => {
+    const live = await deliver(null);
+    const ended = await deliver(null);
+    await store.transaction(async (tx) => {
+      const task = (await tx.tasks.get(spaceId, ended.taskId!))!;
+      await tx.tasks.update({ ...task, state: 'CANCELLED', updatedAt: T0 + 1 });
+    });
+    const first = await store.transaction((tx) => tx.messages.claimCandidate({ ...request(), nowMs: T0 + 5 }));
+    expect(first).toMatchObject({ claimed: true, message: { id: live.messageId, attempt: 1 } });
+    const moved = first?.claimed ? first.task : undefined;
+    expect(moved).toMatchObject({ id: live.taskId, state: 'RUNNING', attempts: 1, outcome: null, failureReason: null, updatedAt: T0 + 5 });
+    expect(await store.read((tx) => tx.tasks.get(spaceId, live.taskId!))).toEqual(moved);
+
+    const second = await store.transaction((tx) => tx.messages.claimCandidate({ ...request(first!.message.seq), nowMs: T0 + 6 }));
+    expect(second).toMatchObject({ claimed: true, message: { id: ended.messageId }, task: undefined });
+    expect(await store.read((tx) => tx.tasks.get(spaceId, ended.taskId!))).toMatchObject({ state: 'CANCELLED', updatedAt: T0 + 1 });
+  });
+
   it('a savepoint keeps what work wrote when it answers true, and undoes writes and events when it answers false or throws', async () => {
     const { messageId } = await deliver(null);
     const eventsAfter = async () => (await store.read((tx) => tx.events.listAfter(spaceId, '0', 100))).length;

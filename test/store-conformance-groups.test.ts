@@ -154,4 +154,24 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
     expect((await claim([root, child.scopeId]))?.id).toBe(inRoot.id);
     expect(await claim([root, child.scopeId])).toBeUndefined();
   });
+
+  it('an unlessGated claim takes nothing from a scope with gate scopes below it, and claims as usual from one without', async () => {
+    const root = randomUUID();
+    const child = await insertGroup(group({ parentScopeId: root }));
+    const insertIn = (scope: string, taskId: string | null = null) =>
+      store.transaction((tx) =>
+        tx.messages.insert({
+          id: randomUUID(), spaceId, mailboxId: box.id, scopeId: scope, payload: null, workKey: null, deadline: null, taskId, state: 'READY', attempt: 0,
+          tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
+        }),
+      );
+    const inRoot = await insertIn(root);
+    const inChild = await insertIn(child.scopeId);
+    const request = (scopeId: string) => ({ spaceId, mailboxId: box.id, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, unlessGated: true });
+    expect(await store.transaction((tx) => tx.messages.claimNext(request(root)))).toBeUndefined();
+    expect(await store.transaction((tx) => tx.messages.claimCandidate({ ...request(root), afterSeq: 0 }))).toBeUndefined();
+    expect(await store.read((tx) => tx.messages.get(spaceId, inRoot.id))).toMatchObject({ state: 'READY' });
+    // The child scope has no gate scope below it.
+    expect((await store.transaction((tx) => tx.messages.claimNext(request(child.scopeId))))?.id).toBe(inChild.id);
+  });
 });

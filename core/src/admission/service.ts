@@ -7,6 +7,8 @@ import { receivableMailbox } from '../messages/service';
 import { topicOf } from '../notifier';
 import type { AdmitBody, AdmittedDeliveryView } from '../schemas/admission';
 import * as taskHooks from '../tasks/service';
+import { together } from '../store/together';
+import type { Task } from '../tasks/model';
 import { isoFromMs } from '../time';
 import { claimResources, Shortages } from './claims';
 import { maxCandidatesPerAdmit } from './model';
@@ -32,26 +34,33 @@ export interface AdmitAttempt {
 
 export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttempt> {
   const { token, tokenHash } = newToken(ctx.random);
-  const { scopeIds } = await receivableMailbox(ctx.tx, ctx.spaceId, body.mailboxId, body.holder, body.scopeId);
-  const request: ClaimRequest = {
+  const inScope: ClaimRequest = {
     spaceId: ctx.spaceId,
     mailboxId: body.mailboxId,
-    scopeIds,
+    scopeIds: [body.scopeId],
     holder: body.holder,
     holderSession: body.holderSession,
     tokenHash,
     leaseExpiresAt: leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
     nowMs: ctx.nowMs,
   };
+  // The first claim goes out with the mailbox read, in its round trip: it claims nothing when
+  // gate scopes lie below the request's scope, and the mailbox read then names them. A refused
+  // receiver (an INBOX) fails the transaction, the claim with it.
+  const [{ scopeIds }, first] = await together(
+    receivableMailbox(ctx.tx, ctx.spaceId, body.mailboxId, body.holder, body.scopeId),
+    ctx.tx.messages.claimCandidate({ ...inScope, unlessGated: true, afterSeq: 0 }),
+  );
+  const request: ClaimRequest = { ...inScope, scopeIds };
   const shortages = new Shortages();
-  let afterSeq = 0;
-  for (let examined = 0; examined < maxCandidatesPerAdmit; examined++) {
-    const candidate = await ctx.tx.messages.claimCandidate({ ...request, afterSeq });
-    if (!candidate) break;
-    if (candidate.claimed) return admitted(ctx, candidate.message, token, [], body.scopeId);
+  let candidate = first ?? (scopeIds.length > 1 ? await ctx.tx.messages.claimCandidate({ ...request, afterSeq: 0 }) : undefined);
+  for (let examined = 1; candidate !== undefined; examined++) {
+    if (candidate.claimed) return admitted(ctx, candidate.message, token, [], body.scopeId, { task: candidate.task });
     const delivery = await tryCandidate(ctx, candidate.message, request, shortages);
     if (delivery) return admitted(ctx, delivery.message, token, delivery.events, body.scopeId);
-    afterSeq = candidate.message.seq;
+    // A candidate is claimed when it needs nothing: only ask for one that will be examined.
+    if (examined >= maxCandidatesPerAdmit) break;
+    candidate = await ctx.tx.messages.claimCandidate({ ...request, afterSeq: candidate.message.seq });
   }
   return { delivery: undefined, wakeTopics: [topicOf('mailbox', body.mailboxId), ...shortages.topics], retryAtMs: shortages.retryAtMs };
 }
@@ -76,8 +85,11 @@ async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRe
   return result;
 }
 
-/** The claimed delivery's events (with its resources' events, appended in one statement), its task moved to RUNNING, and the reply. */
-async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[], scopeId: string): Promise<AdmitAttempt> {
+/**
+ * The claimed delivery's events (with its resources' events, appended in one statement), its task
+ * moved to RUNNING (by the claim itself when `movedWithClaim` is given), and the reply.
+ */
+async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[], scopeId: string, movedWithClaim?: { task: Task | undefined }): Promise<AdmitAttempt> {
   assert(message.state === 'CLAIMED' && message.taskId !== null, `admitted message ${message.id} is ${message.state}`);
   const claimed = claimedView(message.claimed);
   const claimedEvent: NewEvent = {
@@ -87,7 +99,7 @@ async function admitted(ctx: OpContext, message: Message, token: string, resourc
     scopeId: message.scopeId,
     data: { messageId: message.id, attempt: message.attempt, holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: scopeId, admitted: true, claimed },
   };
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message)).events]);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message, movedWithClaim)).events]);
   const delivery: AdmittedDeliveryView = {
     messageId: message.id,
     mailboxId: message.mailboxId,

@@ -6,7 +6,7 @@ import { releaseResources } from '../admission/claims';
 import * as groups from '../groups/service';
 import { checkPayloadSize, lockLease, messageEvent, receivableMailbox, send } from '../messages/service';
 import { acked, cancelled, failedAttempt, leaseUntil, newToken } from '../messages/rules';
-import type { Message, MessageState } from '../messages/model';
+import type { ClaimRequest, Message, MessageState } from '../messages/model';
 import { deliveryView } from '../messages/views';
 import type { Random } from '../random';
 import type { CompleteBody, CompleteReply, DeliveryView, NackBody, NackReply, RecvBody } from '../schemas/messages';
@@ -57,16 +57,22 @@ export interface ClaimOptions {
  */
 export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<{ message: Message; token: string } | undefined> {
   const { token, tokenHash } = newToken(ctx.random);
-  const message = await ctx.tx.messages.claimNext({
-    spaceId: ctx.spaceId,
-    mailboxId: options.mailboxId,
-    scopeIds: options.scopeIds,
-    holder: options.holder,
-    holderSession: options.holderSession,
-    tokenHash,
-    leaseExpiresAt: leaseUntil(options.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
-    nowMs: ctx.nowMs,
-  });
+  return claimed(ctx, options, token, await ctx.tx.messages.claimNext(claimRequest(ctx, options, tokenHash)));
+}
+
+const claimRequest = (ctx: OpContext, options: ClaimOptions, tokenHash: string): ClaimRequest => ({
+  spaceId: ctx.spaceId,
+  mailboxId: options.mailboxId,
+  scopeIds: options.scopeIds,
+  holder: options.holder,
+  holderSession: options.holderSession,
+  tokenHash,
+  leaseExpiresAt: leaseUntil(options.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
+  nowMs: ctx.nowMs,
+});
+
+/** A claimed message's events (its task's included): message.claimed names the request's scope as claimScopeId. */
+async function claimed(ctx: OpContext, options: ClaimOptions, token: string, message: Message | undefined): Promise<{ message: Message; token: string } | undefined> {
   if (!message) return undefined;
   const { events: taskEvents } = await tasks.onClaimed(ctx, message);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
@@ -78,9 +84,18 @@ export async function claimNext(ctx: OpContext, options: ClaimOptions): Promise<
 
 /** One receive attempt: the delivery, or undefined when nothing is READY for the scope (the route long-polls). */
 export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): Promise<DeliveryView | undefined> {
-  const { scopeIds } = await receivableMailbox(ctx.tx, ctx.spaceId, mailboxId, body.holder, body.scopeId);
-  const claimed = await claimNext(ctx, { mailboxId, scopeIds, holder: body.holder, holderSession: body.holderSession, leaseSeconds: body.leaseSeconds });
-  return claimed && deliveryView(claimed.message, claimed.token);
+  const options: ClaimOptions = { mailboxId, scopeIds: [body.scopeId], holder: body.holder, holderSession: body.holderSession, leaseSeconds: body.leaseSeconds };
+  const { token, tokenHash } = newToken(ctx.random);
+  // The claim goes out with the mailbox read, in its round trip, unless gate scopes lie below the
+  // request's scope; the mailbox read names them, and the claim across them follows (admission
+  // does the same). A refused receiver (an INBOX) fails the transaction, the claim with it.
+  const [{ scopeIds }, first] = await together(
+    receivableMailbox(ctx.tx, ctx.spaceId, mailboxId, body.holder, body.scopeId),
+    ctx.tx.messages.claimNext({ ...claimRequest(ctx, options, tokenHash), unlessGated: true }),
+  );
+  const message = first ?? (scopeIds.length > 1 ? await ctx.tx.messages.claimNext(claimRequest(ctx, { ...options, scopeIds }, tokenHash)) : undefined);
+  const got = await claimed(ctx, options, token, message);
+  return got && deliveryView(got.message, got.token);
 }
 
 /** lockLease, and the delivery's task read right behind the lock (together: one round trip). */

@@ -1,4 +1,5 @@
 import type { ClaimedResources, DeliveryRequirements } from '../admission/model';
+import type { Task } from '../tasks/model';
 
 /** Mailboxes and messages as stored. Times are epoch ms from the injected clock. */
 export const mailboxModes = ['WORK', 'INBOX'] as const;
@@ -79,12 +80,27 @@ export interface ClaimRequest {
   tokenHash: string;
   leaseExpiresAt: number;
   nowMs: number;
+  /**
+   * Claim nothing when a group gate scope lies below scopeIds[0] (which must then be the only
+   * scope). The caller sent this claim before it had read the gate scopes, in the same round trip
+   * as that read (MailboxRepository.getForClaim), and claims across them itself when there are
+   * any: the claim stays FIFO over the whole subtree, and the common, ungated case takes one
+   * round trip fewer.
+   */
+  unlessGated?: boolean;
 }
 
 /** An admission's claim: the oldest READY task delivery after `afterSeq` (passed-over candidates). */
 export interface CandidateRequest extends ClaimRequest {
   afterSeq: number;
 }
+
+/**
+ * What claimCandidate found: a delivery claimed at once, with its task moved to RUNNING in the
+ * same step (undefined when the task had ended: it stays as it is), or one with requirements,
+ * locked and still READY.
+ */
+export type Candidate = { message: Message; claimed: true; task: Task | undefined } | { message: Message; claimed: false };
 
 /** Position in a mailbox's message list, which is ordered by seq. */
 export type MessageListPosition = number;

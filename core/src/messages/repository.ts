@@ -1,4 +1,4 @@
-import type { CandidateRequest, ClaimRequest, Mailbox, Message, MessageListPosition, MessageState, NewMessage } from './model';
+import type { Candidate, CandidateRequest, ClaimRequest, Mailbox, Message, MessageListPosition, MessageState, NewMessage } from './model';
 import type { LockOptions } from '../store/lock-options';
 
 export interface MailboxRepository {
@@ -44,11 +44,13 @@ export interface MessageRepository {
   claimNext(request: ClaimRequest): Promise<Message | undefined>;
   /**
    * Admission's step: the oldest READY task delivery (taskId set) of the mailbox and scope after
-   * `afterSeq`. A delivery without requirements is claimed at once, as claimNext would (claimed:
-   * true); one with requirements is only locked and returned READY (claimed: false), for
-   * admission to try its resources and then claim it with update. One statement in SQL.
+   * `afterSeq`. A delivery without requirements is claimed at once, as claimNext would, and its
+   * task moved as TaskRepository.moveLive moves it to RUNNING (attempts: the claim's attempt,
+   * updatedAt: nowMs), the moved task answered with it (claimed: true); one with requirements is
+   * only locked and returned READY (claimed: false), for admission to try its resources and then
+   * claim it with update. One statement in SQL: lock order message, then task.
    */
-  claimCandidate(request: CandidateRequest): Promise<{ message: Message; claimed: boolean } | undefined>;
+  claimCandidate(request: CandidateRequest): Promise<Candidate | undefined>;
   /**
    * CLAIMED messages of any space whose lease ran out at or before `nowMs`, locked for this
    * transaction, earliest expiry first. Rows another server (or a complete) holds are skipped.

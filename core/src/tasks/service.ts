@@ -283,8 +283,14 @@ const moveOf = (m: Message, state: TaskState, nowMs: number, outcome: unknown = 
 async function moveTask(ctx: OpContext, m: Message, move: TaskMove, type: string, data: Record<string, unknown>, loaded?: Task): Promise<TaskMoved> {
   if (m.taskId === null) return { moved: undefined, events: [] };
   const moved = loaded === undefined ? await ctx.tx.tasks.moveLive(m.spaceId, m.taskId, move) : await moveLoaded(ctx, loaded, m, move);
-  return { moved, events: moved ? [taskEvent(moved, type, { messageId: m.id, attempt: m.attempt, ...data })] : [] };
+  return movedWith(m, moved, type, data);
 }
+
+/** The event of a task moved with delivery `m`; none when it had ended and stayed as it was. */
+const movedWith = (m: Message, moved: Task | undefined, type: string, data: Record<string, unknown>): TaskMoved => ({
+  moved,
+  events: moved ? [taskEvent(moved, type, { messageId: m.id, attempt: m.attempt, ...data })] : [],
+});
 
 /** moveLive's rule over a task read under its delivery's lock: a terminal task stays as it is. */
 async function moveLoaded(ctx: OpContext, task: Task, m: Message, move: TaskMove): Promise<Task | undefined> {
@@ -296,14 +302,21 @@ async function moveLoaded(ctx: OpContext, task: Task, m: Message, move: TaskMove
   return next;
 }
 
-/** A claim of the delivery: RUNNING. */
-export async function onClaimed(ctx: OpContext, m: Message): Promise<TaskMoved> {
-  return moveTask(ctx, m, moveOf(m, 'RUNNING', ctx.nowMs), eventTypes.taskRunning, {
+/**
+ * A claim of the delivery: RUNNING. `movedWithClaim` is the task when the claim's own statement
+ * moved it already (MessageRepository.claimCandidate); then only its event is made here.
+ */
+export async function onClaimed(ctx: OpContext, m: Message, movedWithClaim?: { task: Task | undefined }): Promise<TaskMoved> {
+  const data = {
     holder: m.holder,
     holderSession: m.holderSession,
     leaseExpiresAt: m.leaseExpiresAt === null ? null : isoFromMs(m.leaseExpiresAt),
     claimed: m.claimed === null ? null : claimedView(m.claimed),
-  });
+  };
+  if (movedWithClaim === undefined) return moveTask(ctx, m, moveOf(m, 'RUNNING', ctx.nowMs), eventTypes.taskRunning, data);
+  const { task } = movedWithClaim;
+  assert(task === undefined || (task.id === m.taskId && task.state === 'RUNNING' && task.attempts === m.attempt), `task moved with claim of ${m.id} is ${task?.state}`);
+  return movedWith(m, task, eventTypes.taskRunning, data);
 }
 
 /** A complete of the delivery: SUCCEEDED with the result payload as outcome. */

@@ -111,7 +111,7 @@ export class MemoryStore implements Store {
       async (spaceId, messageId) => (await messageRepositories.messages.get(spaceId, messageId))?.taskId,
     );
     const { taskGroups, scopeSubtree } = memoryGroups(this.log, tasks);
-    const messageRepositories = memoryMessages(this.log, scopeSubtree);
+    const messageRepositories = memoryMessages(this.log, scopeSubtree, (spaceId, id, move) => tasks.moveLive(spaceId, id, move));
     return {
       savepoints: { attempt: (work) => this.attemptInSavepoint(work) },
       ...memoryAllowances(this.allowanceTables),

@@ -1,8 +1,9 @@
 import { assert } from '../../assert';
-import type { Mailbox, Message } from '../../messages/model';
+import type { ClaimRequest, Mailbox, Message } from '../../messages/model';
 import { assertMessage, claim } from '../../messages/rules';
 import type { MailboxRepository, MessageRepository } from '../../messages/repository';
 import { plantedBugs } from '../../planted-bugs';
+import type { TaskRepository } from '../../tasks/repository';
 import type { LockOptions } from '../repositories';
 import { MemoryTable } from './table';
 
@@ -14,7 +15,11 @@ const bySeq = (a: Message, b: Message): number => a.seq - b.seq;
  * Mailboxes and messages in memory. Transactions run one at a time, so a lock is a no-op and a
  * claim is a scan, the core rule and a write: the SQL store does the same in one UPDATE.
  */
-export function memoryMessages(undoLog: () => (() => void)[] | undefined, scopeSubtree: (spaceId: string, scopeId: string) => string[]): { mailboxes: MailboxRepository; messages: MessageRepository } {
+export function memoryMessages(
+  undoLog: () => (() => void)[] | undefined,
+  scopeSubtree: (spaceId: string, scopeId: string) => string[],
+  moveTask: TaskRepository['moveLive'],
+): { mailboxes: MailboxRepository; messages: MessageRepository } {
   const mailboxes = new MemoryTable<Mailbox>(undoLog);
   const messages = new MemoryTable<Message>(undoLog);
   // Like a SQL sequence: never rolled back, so a failed transaction leaves a gap, never a reuse.
@@ -30,6 +35,12 @@ export function memoryMessages(undoLog: () => (() => void)[] | undefined, scopeS
     return structuredClone(m);
   };
   const select = (match: (m: Message) => boolean): Message[] => [...messages.scan()].filter(match).sort(bySeq);
+  /** An unlessGated claim finds nothing when a gate scope lies below its scope. */
+  const gated = (c: ClaimRequest): boolean => {
+    if (c.unlessGated !== true) return false;
+    assert(c.scopeIds.length === 1, `an unlessGated claim names ${c.scopeIds.length} scopes`);
+    return scopeSubtree(c.spaceId, c.scopeIds[0]!).length > 1;
+  };
 
   return {
     mailboxes: {
@@ -74,14 +85,18 @@ export function memoryMessages(undoLog: () => (() => void)[] | undefined, scopeS
         return { mailbox: Math.min(caps.mailbox, live.filter((m) => m.mailboxId === mailboxId).length), space: Math.min(caps.space, live.length) };
       },
       claimNext: async (c) => {
+        if (gated(c)) return undefined;
         const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && (m.state === 'READY' || (m.state === 'CLAIMED' && plantedBugs.has('message-claims-leased'))));
         return oldest && write(claim(oldest.state === 'CLAIMED' ? { ...oldest, state: 'READY' } : oldest, c));
       },
       claimCandidate: async (c) => {
+        if (gated(c)) return undefined;
         const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && m.taskId !== null && m.state === 'READY' && m.seq > c.afterSeq);
         if (!oldest) return undefined;
         if (oldest.requirements !== null) return { message: oldest, claimed: false };
-        return { message: write(claim(oldest, c)), claimed: true };
+        const claimed = write(claim(oldest, c));
+        const task = await moveTask(c.spaceId, claimed.taskId!, { state: 'RUNNING', attempts: claimed.attempt, outcome: null, failureReason: null, updatedAt: c.nowMs });
+        return { message: claimed, claimed: true, task };
       },
       claimExpired: async (nowMs, limit) =>
         [...messages.scan()]

@@ -1,10 +1,16 @@
-import { assert, assertMailbox, assertMessage, type Mailbox, type MailboxRepository, type Message, type MessageRepository } from '@baton/core';
+import { assert, assertMailbox, assertMessage, type ClaimRequest, type Mailbox, type MailboxRepository, type Message, type MessageRepository } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextArray, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
 import { writeOne } from './guarded-write';
+import { taskColumns, toTask } from './tasks';
 
 type Row = Record<string, unknown>;
+
+/** claimCandidate's moved task, its columns prefixed t_ beside the message's. */
+const movedColumns = taskColumns.split(', ').map((col) => `moved.${col} AS t_${col}`).join(', ');
+const noMovedColumns = taskColumns.split(', ').map((col) => `NULL AS t_${col}`).join(', ');
+const movedTask = (row: Row): Row => Object.fromEntries(taskColumns.split(', ').map((col) => [col, row[`t_${col}`]]));
 
 const mailboxColumns = 'space_id, id, name, mode, recipient_id, backlog_limit, created_at, updated_at';
 
@@ -30,6 +36,15 @@ function toMailbox(r: Row): Mailbox {
  * sorting them: exact FIFO across the subtree, at a cost that grows with its READY backlog.
  */
 const scopeMatch = (scopeIds: readonly string[]): string => (scopeIds.length === 1 ? 'scope_id = $3' : 'scope_id = ANY($3::text[])');
+/**
+ * An unlessGated claim's condition (ClaimRequest.unlessGated): no task group below the one scope
+ * $3. A group whose scope is $3 itself adds no scope below it, as in getForClaim's walk.
+ */
+const ungated = (c: ClaimRequest): string => {
+  if (c.unlessGated !== true) return '';
+  assert(c.scopeIds.length === 1, `an unlessGated claim names ${c.scopeIds.length} scopes`);
+  return ' AND NOT EXISTS (SELECT 1 FROM task_groups g WHERE g.space_id = $1 AND g.parent_scope_id = $3 AND g.scope_id <> $3)';
+};
 const scopeParam = (scopeIds: readonly string[]): SqlParam => {
   assert(scopeIds.length >= 1, 'a claim names no scope');
   return scopeIds.length === 1 ? scopeIds[0]! : scopeIds;
@@ -201,7 +216,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
         q.query<Row>(
           `UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
            WHERE space_id = $1 AND state = 'READY' AND id = (
-             SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'
+             SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
              ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
            RETURNING ${messageColumns}`,
           [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
@@ -212,29 +227,38 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     async claimCandidate(c) {
       // One statement. `candidate` picks the oldest READY task delivery after afterSeq and locks
       // it (SKIP LOCKED: a row another admit is examining is passed over, never waited on);
-      // `taken` claims it when it needs nothing. The final SELECT answers the claimed row, or
-      // else the locked candidate as it was (a data-modifying CTE's effects are invisible to
-      // the rest of its statement, so the second branch reads the pre-claim row).
+      // `taken` claims it when it needs nothing, and `moved` moves its task as moveLive would
+      // (lock order: message, then task). The final SELECT answers the claimed row with the
+      // moved task (t_ columns, NULL when the task had ended), or else the locked candidate as it
+      // was (a data-modifying CTE's effects are invisible to the rest of its statement, so the
+      // second branch reads the pre-claim row).
       const rows = await inSeqOrder(q, c.scopeIds, () =>
-        q.query<Row & { taken: unknown }>(
+        q.query<Row & { taken: unknown; t_id: unknown }>(
           `WITH candidate AS (
              SELECT id FROM messages
-             WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9
+             WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
              ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
            ), taken AS (
              UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
              FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
              RETURNING ${qualified('m')}
+           ), moved AS (
+             UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
+             FROM taken WHERE t.space_id = $1 AND t.id = taken.task_id AND t.state IN ('PENDING', 'RUNNING')
+             RETURNING ${taskColumns.split(', ').map((col) => `t.${col}`).join(', ')}
            )
-           SELECT ${messageColumns}, true AS taken FROM taken
+           SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON true
            UNION ALL
-           SELECT ${qualified('m')}, false AS taken FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
+           SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
           [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
         ),
       );
       const [row] = rows;
       assert(rows.length <= 1, `claimCandidate answered ${rows.length} rows`);
-      return row && { message: toMessage(row), claimed: row.taken === true };
+      if (!row) return undefined;
+      const message = toMessage(row);
+      if (row.taken !== true) return { message, claimed: false };
+      return { message, claimed: true, task: row.t_id === null ? undefined : toTask(movedTask(row)) };
     },
     async claimExpired(nowMs, limit) {
       const rows = await q.query<Row>(

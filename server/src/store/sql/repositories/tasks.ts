@@ -7,10 +7,10 @@ import { encodePosition } from './events';
 
 type Row = Record<string, unknown>;
 
-const columns =
+export const taskColumns =
   'space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input, requirements, work_limit, deadline, attempts, outcome, failure_reason, message_id, created_at, updated_at, group_id';
 
-function toTask(r: Row): Task {
+export function toTask(r: Row): Task {
   const t: Task = {
     spaceId: toText(r.space_id),
     id: toText(r.id),
@@ -51,7 +51,7 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
       assertTask(t);
       // DO NOTHING on the taskKey only: a submit racing another of the same key answers as a join.
       const inserted = await q.query(
-        `INSERT INTO tasks (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
+        `INSERT INTO tasks (${taskColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
          ON CONFLICT (space_id, task_key) DO NOTHING RETURNING id`,
         [
           t.spaceId, t.id, t.taskKey, t.fingerprint, t.mailboxId, t.scopeId, t.state, jsonParam(t.input), jsonParam(t.requirements), t.workLimit, timeParamOrNull(t.deadline),
@@ -62,11 +62,11 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
-      const [row] = await q.query<Row>(`SELECT ${columns} FROM tasks WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
+      const [row] = await q.query<Row>(`SELECT ${taskColumns} FROM tasks WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
       return row && toTask(row);
     },
     async getByKey(spaceId, taskKey) {
-      const [row] = await q.query<Row>(`SELECT ${columns} FROM tasks WHERE space_id = $1 AND task_key = $2`, [spaceId, taskKey]);
+      const [row] = await q.query<Row>(`SELECT ${taskColumns} FROM tasks WHERE space_id = $1 AND task_key = $2`, [spaceId, taskKey]);
       return row && toTask(row);
     },
     async update(t) {
@@ -75,7 +75,7 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
     },
     async getByDelivery(spaceId, messageId) {
       const [row] = await q.query<Row>(
-        `SELECT ${columns} FROM tasks WHERE space_id = $1 AND id = (SELECT task_id FROM messages WHERE space_id = $1 AND id = $2)`,
+        `SELECT ${taskColumns} FROM tasks WHERE space_id = $1 AND id = (SELECT task_id FROM messages WHERE space_id = $1 AND id = $2)`,
         [spaceId, messageId],
       );
       return row && toTask(row);
@@ -83,14 +83,14 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
     async moveLive(spaceId, id, move) {
       const [row] = await q.query<Row>(
         `UPDATE tasks SET state = $3, attempts = $4, outcome = $5::jsonb, failure_reason = $6, updated_at = $7
-         WHERE space_id = $1 AND id = $2 AND state IN ('PENDING', 'RUNNING') RETURNING ${columns}`,
+         WHERE space_id = $1 AND id = $2 AND state IN ('PENDING', 'RUNNING') RETURNING ${taskColumns}`,
         [spaceId, id, move.state, move.attempts, jsonOrNull(move.outcome), move.failureReason, timeParam(move.updatedAt)],
       );
       return row && toTask(row);
     },
     async list(spaceId, scopeId, states, after, limit) {
       const rows = await q.query<Row>(
-        `SELECT ${columns} FROM tasks
+        `SELECT ${taskColumns} FROM tasks
          WHERE space_id = $1 AND ($2::text IS NULL OR scope_id = $2) AND ($3::text[] IS NULL OR state = ANY($3::text[]))
            AND ($4::timestamptz IS NULL OR (created_at, id) > ($4::timestamptz, $5::text))
          ORDER BY created_at, id LIMIT $6`,
@@ -105,7 +105,7 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
       // holds it (a complete holds the message): never waits, so never deadlocks with the
       // message-then-task order of the message service.
       const rows = await q.query<Row>(
-        `SELECT ${columns.split(', ').map((c) => `t.${c}`).join(', ')} FROM tasks t
+        `SELECT ${taskColumns.split(', ').map((c) => `t.${c}`).join(', ')} FROM tasks t
          JOIN messages m ON m.space_id = t.space_id AND m.id = t.message_id
          WHERE t.state IN ('PENDING', 'RUNNING') AND t.deadline IS NOT NULL AND t.deadline <= $1
          ORDER BY t.deadline, t.created_at, t.id LIMIT $2 FOR UPDATE OF t, m SKIP LOCKED`,
