@@ -174,12 +174,18 @@ export const unlockedSendMargin = 100;
  * them, so a task's submit appends its own and its delivery's in one statement. `id` lets the
  * caller know the message id before the insert (the task row names its delivery). A send with
  * a workKey always takes the mailbox's row lock: the lookup of the key and the insert that
- * takes it must not be split by another send of the same key.
+ * takes it must not be split by another send of the same key. `counted` is the backlog count
+ * when the caller read it already in this transaction, alongside its own statements (a task's
+ * submit, with the task insert); near a limit the send locks and counts again all the same.
  */
+/** What a send to `mailbox` counts against: its backlogLimit, and the space's maxBacklog. */
+export const backlogCaps = (ctx: OpContext, mailbox: Mailbox): { mailbox: number; space: number } => ({ mailbox: mailbox.backlogLimit, space: ctx.limits.maxBacklog });
+
 export async function sendTo(
   ctx: OpContext,
   mailbox: Mailbox,
   body: (SendBody | SendRequest) & { id?: string },
+  counted?: { mailbox: number; space: number },
 ): Promise<{ created: boolean; message: Message; events: NewEvent[] }> {
   checkPayloadSize('payload', body.payload, ctx.limits.maxPayloadBytes);
   let locked = body.workKey !== undefined;
@@ -188,8 +194,9 @@ export async function sendTo(
     const prior = await ctx.tx.messages.getByWorkKey(ctx.spaceId, mailbox.id, body.workKey);
     if (prior) return { created: false, message: sameSend(prior, body), events: [] };
   }
-  const caps = { mailbox: mailbox.backlogLimit, space: ctx.limits.maxBacklog };
-  let live = await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, caps);
+  assert(counted === undefined || body.workKey === undefined, 'a send with a workKey counts its backlog under the mailbox lock');
+  const caps = backlogCaps(ctx, mailbox);
+  let live = counted ?? (await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, caps));
   if (!locked && (live.mailbox + unlockedSendMargin >= caps.mailbox || live.space + unlockedSendMargin >= caps.space)) {
     await lockMailbox(ctx.tx, ctx.spaceId, mailbox.id);
     locked = true;

@@ -7,11 +7,12 @@ import { cancelled } from '../messages/rules';
 import { releaseResources } from '../admission/claims';
 import type { Mailbox, Message } from '../messages/model';
 import { groupDecidedReason } from '../groups/model';
-import { mailboxOf, sendTo } from '../messages/service';
+import { backlogCaps, sendTo } from '../messages/service';
 import { messageView } from '../messages/views';
 import type { TaskDebugView, TaskDetachBody, TaskDetachReply, TaskJoinBody, TaskListQuery, TaskStateReply, TaskSubmitBody, TaskSubmitReply, TaskView } from '../schemas/tasks';
 import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
+import { together } from '../store/together';
 import { isoFromMs, msFromIso } from '../time';
 import { isTerminalTask, type Task, type TaskListPosition, type TaskMove, type TaskRequirements, type TaskState } from './model';
 import { assertTask, taskFingerprint } from './rules';
@@ -91,11 +92,11 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
   const input = body.input ?? null;
   const workLimit = body.workLimit ?? null;
   const fingerprint = taskFingerprint(body.mailboxId, input, requirements, workLimit);
-  const existing = await ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey);
+  // The mailbox is read with the key, in one round trip; only a create needs it (a join's
+  // mailbox is in its fingerprint), and it must exist before the task row names it.
+  const [existing, mailbox] = await together(ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey), ctx.tx.mailboxes.get(ctx.spaceId, body.mailboxId));
   if (existing) return { created: false, reply: await joinExisting(ctx, existing, fingerprint, body) };
-
-  // The mailbox first: it must exist before the task row names it.
-  const mailbox = await mailboxOf(ctx.tx, ctx.spaceId, body.mailboxId);
+  if (!mailbox) throw notFound('mailbox');
   const deliveryRequirements = await resolveRequirements(ctx, requirements, workLimit);
   const task = await createTask(ctx, mailbox, { taskKey: body.taskKey, scopeId: body.scopeId, input, requirements, workLimit, deadline: body.deadline, fingerprint }, deliveryRequirements);
   if (!task) {
@@ -144,15 +145,22 @@ export async function createTask(ctx: OpContext, mailbox: Mailbox, fields: NewTa
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
   };
-  if (!(await ctx.tx.tasks.insert(task))) return undefined;
-  const delivery = await sendTo(ctx, mailbox, {
-    id: task.messageId!,
-    scopeId: task.scopeId,
-    payload: { taskId: task.id, input: fields.input },
-    deadline: fields.deadline,
-    taskId: task.id,
-    requirements: deliveryRequirements,
-  });
+  // The delivery's backlog count goes out with the task insert, in its round trip.
+  const [inserted, live] = await together(ctx.tx.tasks.insert(task), ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, backlogCaps(ctx, mailbox)));
+  if (!inserted) return undefined;
+  const delivery = await sendTo(
+    ctx,
+    mailbox,
+    {
+      id: task.messageId!,
+      scopeId: task.scopeId,
+      payload: { taskId: task.id, input: fields.input },
+      deadline: fields.deadline,
+      taskId: task.id,
+      requirements: deliveryRequirements,
+    },
+    live,
+  );
   assert(delivery.created, `task ${task.id}: its delivery was not sent`);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [taskEvent(task, eventTypes.taskSubmitted, { taskKey: task.taskKey, mailboxId: task.mailboxId }), ...delivery.events]);
   return task;
