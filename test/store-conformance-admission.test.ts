@@ -45,8 +45,8 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
         id: randomUUID(), spaceId, mailboxId: box.id, scopeId, payload: { taskId }, workKey: null, deadline: null, taskId, requirements, claimed: null, state: 'READY', attempt: 0,
         tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, createdAt: T0, updatedAt: T0,
       };
-      const inserted = await tx.messages.insert(message);
-      return { taskId, messageId: inserted.id };
+      await tx.messages.insert(message);
+      return { taskId, messageId: message.id };
     });
   const request = (afterSeq = 0): CandidateRequest => ({
     spaceId, mailboxId: box.id, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, afterSeq,

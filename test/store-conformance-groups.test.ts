@@ -138,13 +138,16 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   it('claims across a scope subtree in send order, and only within it', async () => {
     const root = randomUUID();
     const child = await insertGroup(group({ parentScopeId: root }));
-    const send = (scopeId: string) =>
-      store.transaction((tx) =>
+    const send = async (scopeId: string): Promise<{ id: string }> => {
+      const id = randomUUID();
+      await store.transaction((tx) =>
         tx.messages.insert({
-          id: randomUUID(), spaceId, mailboxId: box.id, scopeId, payload: null, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
+          id, spaceId, mailboxId: box.id, scopeId, payload: null, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
           tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
         }),
       );
+      return { id };
+    };
     const inChild = await send(child.scopeId);
     await send(randomUUID());
     const inRoot = await send(root);
@@ -158,13 +161,16 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   it('an unlessGated claim takes nothing from a scope with gate scopes below it, and claims as usual from one without', async () => {
     const root = randomUUID();
     const child = await insertGroup(group({ parentScopeId: root }));
-    const insertIn = (scope: string, taskId: string | null = null) =>
-      store.transaction((tx) =>
+    const insertIn = async (scope: string): Promise<{ id: string }> => {
+      const id = randomUUID();
+      await store.transaction((tx) =>
         tx.messages.insert({
-          id: randomUUID(), spaceId, mailboxId: box.id, scopeId: scope, payload: null, workKey: null, deadline: null, taskId, state: 'READY', attempt: 0,
+          id, spaceId, mailboxId: box.id, scopeId: scope, payload: null, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
           tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
         }),
       );
+      return { id };
+    };
     const inRoot = await insertIn(root);
     const inChild = await insertIn(child.scopeId);
     const request = (scopeId: string) => ({ spaceId, mailboxId: box.id, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, unlessGated: true });

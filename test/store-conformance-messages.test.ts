@@ -41,7 +41,11 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const ids: string[] = [];
     await store.transaction(async (tx) => {
       await tx.mailboxes.insert(box);
-      for (let i = 0; i < count; i++) ids.push((await tx.messages.insert(message(box.id, scopeId, { payload: { i } }))).id);
+      for (let i = 0; i < count; i++) {
+        const m = message(box.id, scopeId, { payload: { i } });
+        await tx.messages.insert(m);
+        ids.push(m.id);
+      }
     });
     return { box, ids };
   };
@@ -58,15 +62,38 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     });
   });
 
+  it('getForSend answers the mailbox with its live backlog, capped by its backlogLimit and the space cap', async () => {
+    const scope = randomUUID();
+    const { box } = await seed(3, scope);
+    const other = await seed(2, scope);
+    await store.read(async (tx) => {
+      expect(await tx.mailboxes.getForSend(spaceId, box.id, 100)).toEqual({ mailbox: box, live: { mailbox: 3, space: 5 } });
+      expect(await tx.mailboxes.getForSend(spaceId, box.id, 4)).toEqual({ mailbox: box, live: { mailbox: 3, space: 4 } });
+      expect(await tx.mailboxes.getForSend(spaceId, other.box.id, 100)).toEqual({ mailbox: other.box, live: { mailbox: 2, space: 5 } });
+      expect(await tx.mailboxes.getForSend(spaceId, randomUUID(), 100)).toBeUndefined();
+      expect(await tx.mailboxes.getForSend(randomUUID(), box.id, 100)).toBeUndefined();
+    });
+    const small = mailbox({ backlogLimit: 2 });
+    await store.transaction(async (tx) => {
+      await tx.mailboxes.insert(small);
+      for (let i = 0; i < 3; i++) await tx.messages.insert(message(small.id, scope));
+    });
+    expect((await store.read((tx) => tx.mailboxes.getForSend(spaceId, small.id, 100)))?.live).toEqual({ mailbox: 2, space: 8 });
+  });
+
   it('round-trips messages with increasing seq, finds by workKey, counts the live ones', async () => {
     const scope = randomUUID();
     const { box, ids } = await seed(2, scope);
-    const keyed = await store.transaction((tx) => tx.messages.insert(message(box.id, scope, { workKey: 'k', payload: [1, 'two', null, { deep: true }], deadline: T0 + 5 })));
+    const sent = message(box.id, scope, { workKey: 'k', payload: [1, 'two', null, { deep: true }], deadline: T0 + 5 });
+    await store.transaction((tx) => tx.messages.insert(sent));
     await store.read(async (tx) => {
       const all = await tx.messages.list(spaceId, box.id, null, null, 10);
-      expect(all.map((m) => m.id)).toEqual([...ids, keyed.id]);
+      expect(all.map((m) => m.id)).toEqual([...ids, sent.id]);
       expect(all[0]!.seq).toBeLessThan(all[1]!.seq);
-      expect(await tx.messages.get(spaceId, keyed.id)).toEqual(keyed);
+      expect(all[1]!.seq).toBeLessThan(all[2]!.seq);
+      const keyed = all[2]!;
+      expect(keyed).toEqual({ ...sent, seq: keyed.seq });
+      expect(await tx.messages.get(spaceId, sent.id)).toEqual(keyed);
       expect(await tx.messages.getByWorkKey(spaceId, box.id, 'k')).toEqual(keyed);
       expect(await tx.messages.list(spaceId, box.id, null, all[0]!.seq, 10)).toHaveLength(2);
       expect(await tx.messages.countLive(spaceId, box.id, { mailbox: 100, space: 100 })).toEqual({ mailbox: 3, space: 3 });

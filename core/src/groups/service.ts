@@ -2,7 +2,7 @@ import { assert } from '../assert';
 import type { OpContext } from '../context';
 import { BatonError, conflict, notFound } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
-import { mailboxOf } from '../messages/service';
+import { mailboxOf, sendTargetOf } from '../messages/service';
 import { decodePositionCursor, encodePositionCursor } from '../paging';
 import { plantedBugs } from '../planted-bugs';
 import type { Random } from '../random';
@@ -117,8 +117,7 @@ export async function createMemberTask(ctx: OpContext, id: string, body: MemberT
     await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
     return { created: false, reply };
   }
-  const mailbox = await mailboxOf(ctx.tx, ctx.spaceId, group.mailboxId);
-  const task = await createTask(ctx, mailbox, { taskKey: body.taskKey, scopeId: group.scopeId, input, requirements, workLimit: null, deadline: body.deadline, fingerprint }, null);
+  const task = await createTask(ctx, await sendTargetOf(ctx, group.mailboxId), { taskKey: body.taskKey, scopeId: group.scopeId, input, requirements, workLimit: null, deadline: body.deadline, fingerprint }, null);
   if (!task) throw conflict(`task ${body.taskKey} is being submitted concurrently; retry`);
   await join(ctx, group, task, 'CREATED', events);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);

@@ -102,5 +102,17 @@ export interface CandidateRequest extends ClaimRequest {
  */
 export type Candidate = { message: Message; claimed: true; task: Task | undefined } | { message: Message; claimed: false };
 
+/** READY plus CLAIMED messages of a mailbox and of its space, each counted up to a cap. */
+export interface LiveCounts {
+  mailbox: number;
+  space: number;
+}
+
+/** A mailbox as a send reads it: the row, and its backlog counted against its backlogLimit and the space's cap. */
+export interface SendTarget {
+  mailbox: Mailbox;
+  live: LiveCounts;
+}
+
 /** Position in a mailbox's message list, which is ordered by seq. */
 export type MessageListPosition = number;

@@ -1,4 +1,4 @@
-import type { Candidate, CandidateRequest, ClaimRequest, Mailbox, Message, MessageListPosition, MessageState, NewMessage } from './model';
+import type { Candidate, CandidateRequest, ClaimRequest, LiveCounts, Mailbox, Message, MessageListPosition, MessageState, NewMessage, SendTarget } from './model';
 import type { LockOptions } from '../store/lock-options';
 
 export interface MailboxRepository {
@@ -12,6 +12,12 @@ export interface MailboxRepository {
    * group's gate scope is a child of its parentScopeId). Undefined for an unknown mailbox.
    */
   getForClaim(spaceId: string, id: string, scopeId: string): Promise<{ mailbox: Mailbox; scopeIds: string[] } | undefined>;
+  /**
+   * What a send needs before it inserts, in one statement: the mailbox (unlocked), and its live
+   * backlog counted as MessageRepository.countLive counts it, capped at the mailbox's own
+   * backlogLimit and at `spaceCap`. Undefined for an unknown mailbox.
+   */
+  getForSend(spaceId: string, id: string, spaceCap: number): Promise<SendTarget | undefined>;
   /** Mailboxes ordered by name; `afterName` is exclusive. */
   list(spaceId: string, afterName: string | null, limit: number): Promise<Mailbox[]>;
 }
@@ -22,8 +28,11 @@ export interface MailboxRepository {
  * mailbox and scope and claims it, passing over rows another transaction is claiming.
  */
 export interface MessageRepository {
-  /** Inserts and returns the message with its store-assigned seq. */
-  insert(message: NewMessage): Promise<Message>;
+  /**
+   * Inserts the message; the store assigns its seq (send order). Nothing is answered, so on
+   * PostgreSQL the insert rides with the transaction's next round trip (a pipelined write).
+   */
+  insert(message: NewMessage): Promise<void>;
   get(spaceId: string, id: string, options?: LockOptions): Promise<Message | undefined>;
   getByWorkKey(spaceId: string, mailboxId: string, workKey: string): Promise<Message | undefined>;
   update(message: Message): Promise<void>;
@@ -34,7 +43,7 @@ export interface MessageRepository {
    * (what maxBacklog counts), each counted up to its cap: a send needs to know only whether a
    * limit is reached, so a long backlog costs a count up to the limit, not a count of everything.
    */
-  countLive(spaceId: string, mailboxId: string, caps: { mailbox: number; space: number }): Promise<{ mailbox: number; space: number }>;
+  countLive(spaceId: string, mailboxId: string, caps: LiveCounts): Promise<LiveCounts>;
   /**
    * Claims the oldest (lowest seq) READY message of the mailbox whose scopeId is `scopeId`:
    * CLAIMED, attempt + 1, the token hash, holder, session and lease written; the claimed row,

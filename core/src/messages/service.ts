@@ -8,7 +8,7 @@ import type { MailboxCreateBody, MailboxView, MessageView, RenewBody, RenewReply
 import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import { isoFromMs, msFromIso } from '../time';
-import type { Mailbox, Message, MessageListPosition, MessageState } from './model';
+import type { Mailbox, Message, MessageListPosition, MessageState, NewMessage, SendTarget } from './model';
 import { assertMailbox, holdsLease, leaseUntil, payloadBytes, renewed } from './rules';
 import { mailboxView, messageView } from './views';
 import type { DeliveryRequirements } from '../admission/model';
@@ -155,7 +155,7 @@ export interface SendRequest {
  * messages refuses with BACKLOG_FULL.
  */
 export async function send(ctx: OpContext, mailboxId: string, body: SendBody | SendRequest): Promise<{ created: boolean; view: MessageView }> {
-  const sent = await sendTo(ctx, await mailboxOf(ctx.tx, ctx.spaceId, mailboxId), body);
+  const sent = await sendTo(ctx, await sendTargetOf(ctx, mailboxId), body);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, sent.events);
   return { created: sent.created, view: messageView(sent.message) };
 }
@@ -170,23 +170,23 @@ export async function send(ctx: OpContext, mailboxId: string, body: SendBody | S
 export const unlockedSendMargin = 100;
 
 /**
- * The send itself, into `mailbox` as read (unlocked); answers the events instead of appending
+ * The send itself, into `target.mailbox` as read (unlocked); answers the events instead of appending
  * them, so a task's submit appends its own and its delivery's in one statement. `id` lets the
  * caller know the message id before the insert (the task row names its delivery). A send with
  * a workKey always takes the mailbox's row lock: the lookup of the key and the insert that
- * takes it must not be split by another send of the same key. `counted` is the backlog count
- * when the caller read it already in this transaction, alongside its own statements (a task's
- * submit, with the task insert); near a limit the send locks and counts again all the same.
+ * takes it must not be split by another send of the same key. `target` is the mailbox with its
+ * backlog as read in this transaction (sendTargetOf): near a limit the send locks the mailbox
+ * and counts again.
  */
-/** What a send to `mailbox` counts against: its backlogLimit, and the space's maxBacklog. */
-export const backlogCaps = (ctx: OpContext, mailbox: Mailbox): { mailbox: number; space: number } => ({ mailbox: mailbox.backlogLimit, space: ctx.limits.maxBacklog });
+/** The mailbox a send goes to, with its backlog counted, in one statement (MailboxRepository.getForSend). */
+export async function sendTargetOf(ctx: OpContext, mailboxId: string): Promise<SendTarget> {
+  const target = await ctx.tx.mailboxes.getForSend(ctx.spaceId, mailboxId, ctx.limits.maxBacklog);
+  if (!target) throw notFound('mailbox');
+  return target;
+}
 
-export async function sendTo(
-  ctx: OpContext,
-  mailbox: Mailbox,
-  body: (SendBody | SendRequest) & { id?: string },
-  counted?: { mailbox: number; space: number },
-): Promise<{ created: boolean; message: Message; events: NewEvent[] }> {
+export async function sendTo(ctx: OpContext, target: SendTarget, body: (SendBody | SendRequest) & { id?: string }): Promise<{ created: boolean; message: NewMessage; events: NewEvent[] }> {
+  const { mailbox } = target;
   checkPayloadSize('payload', body.payload, ctx.limits.maxPayloadBytes);
   let locked = body.workKey !== undefined;
   if (body.workKey !== undefined) {
@@ -194,9 +194,9 @@ export async function sendTo(
     const prior = await ctx.tx.messages.getByWorkKey(ctx.spaceId, mailbox.id, body.workKey);
     if (prior) return { created: false, message: sameSend(prior, body), events: [] };
   }
-  assert(counted === undefined || body.workKey === undefined, 'a send with a workKey counts its backlog under the mailbox lock');
-  const caps = backlogCaps(ctx, mailbox);
-  let live = counted ?? (await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, caps));
+  const caps = { mailbox: mailbox.backlogLimit, space: ctx.limits.maxBacklog };
+  // A send with a workKey counts again under the lock it took for the key.
+  let live = locked ? await ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, caps) : target.live;
   if (!locked && (live.mailbox + unlockedSendMargin >= caps.mailbox || live.space + unlockedSendMargin >= caps.space)) {
     await lockMailbox(ctx.tx, ctx.spaceId, mailbox.id);
     locked = true;
@@ -207,7 +207,7 @@ export async function sendTo(
   // same moment can still each pass, so maxBacklog can be passed by at most the sends in flight
   // at once (see docs/api.md, "Mailboxes and messages").
   if (live.space >= ctx.limits.maxBacklog) throw new BatonError('BACKLOG_FULL', `the space holds ${live.space} READY or CLAIMED messages (maxBacklog ${ctx.limits.maxBacklog}; PUT /limits raises it)`);
-  const message = await ctx.tx.messages.insert({
+  const message: NewMessage = {
     id: body.id ?? ctx.random.uuid(),
     spaceId: ctx.spaceId,
     mailboxId: mailbox.id,
@@ -227,11 +227,12 @@ export async function sendTo(
     result: null,
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
-  });
+  };
+  await ctx.tx.messages.insert(message);
   return { created: true, message, events: [messageEvent(message, eventTypes.messageSent, { workKey: message.workKey })] };
 }
 
-function sameSend(prior: Message, body: SendRequest): Message {
+function sameSend(prior: Message, body: SendRequest): NewMessage {
   const same = prior.scopeId === body.scopeId && canonicalJson(prior.payload) === canonicalJson(body.payload ?? null);
   if (!same) throw conflict(`workKey ${prior.workKey} was already sent to this mailbox with another scopeId or payload`);
   return prior;

@@ -1,7 +1,7 @@
 import type { DeliveryView, MailboxView, MessageView } from '../schemas/messages';
 import { isoFromMs } from '../time';
 import { claimedView } from '../admission/views';
-import type { Mailbox, Message } from './model';
+import type { Mailbox, Message, NewMessage } from './model';
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : isoFromMs(ms));
 
@@ -18,7 +18,8 @@ export function mailboxView(m: Mailbox): MailboxView {
 }
 
 /** The message as listed: never the token (only its hash is stored anyway). */
-export function messageView(m: Message): MessageView {
+/** A message as the API shows it (its seq is not shown: a just-sent one has none in hand yet). */
+export function messageView(m: NewMessage): MessageView {
   return {
     id: m.id,
     mailboxId: m.mailboxId,

@@ -5,9 +5,9 @@ import { eventView } from '../events/journal';
 import { eventTypes, type NewEvent } from '../events/model';
 import { cancelled } from '../messages/rules';
 import { releaseResources } from '../admission/claims';
-import type { Mailbox, Message } from '../messages/model';
+import type { Message, SendTarget } from '../messages/model';
 import { groupDecidedReason } from '../groups/model';
-import { backlogCaps, sendTo } from '../messages/service';
+import { sendTo } from '../messages/service';
 import { messageView } from '../messages/views';
 import type { TaskDebugView, TaskDetachBody, TaskDetachReply, TaskJoinBody, TaskListQuery, TaskStateReply, TaskSubmitBody, TaskSubmitReply, TaskView } from '../schemas/tasks';
 import type { Page } from '../store/page';
@@ -92,13 +92,13 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
   const input = body.input ?? null;
   const workLimit = body.workLimit ?? null;
   const fingerprint = taskFingerprint(body.mailboxId, input, requirements, workLimit);
-  // The mailbox is read with the key, in one round trip; only a create needs it (a join's
-  // mailbox is in its fingerprint), and it must exist before the task row names it.
-  const [existing, mailbox] = await together(ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey), ctx.tx.mailboxes.get(ctx.spaceId, body.mailboxId));
+  // The mailbox and its backlog are read with the key, in one round trip; only a create needs
+  // them (a join's mailbox is in its fingerprint), and it must exist before the task row names it.
+  const [existing, target] = await together(ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey), ctx.tx.mailboxes.getForSend(ctx.spaceId, body.mailboxId, ctx.limits.maxBacklog));
   if (existing) return { created: false, reply: await joinExisting(ctx, existing, fingerprint, body) };
-  if (!mailbox) throw notFound('mailbox');
+  if (!target) throw notFound('mailbox');
   const deliveryRequirements = await resolveRequirements(ctx, requirements, workLimit);
-  const task = await createTask(ctx, mailbox, { taskKey: body.taskKey, scopeId: body.scopeId, input, requirements, workLimit, deadline: body.deadline, fingerprint }, deliveryRequirements);
+  const task = await createTask(ctx, target, { taskKey: body.taskKey, scopeId: body.scopeId, input, requirements, workLimit, deadline: body.deadline, fingerprint }, deliveryRequirements);
   if (!task) {
     // A concurrent submit of the same taskKey committed first: answer as a join.
     const winner = await ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey);
@@ -124,7 +124,8 @@ export interface NewTaskFields {
  * their events: the new task, or undefined, writing nothing, when the space already has a task
  * of that taskKey (a concurrent submit won). Submit and a group's member create share it.
  */
-export async function createTask(ctx: OpContext, mailbox: Mailbox, fields: NewTaskFields, deliveryRequirements: DeliveryRequirements | null): Promise<Task | undefined> {
+export async function createTask(ctx: OpContext, target: SendTarget, fields: NewTaskFields, deliveryRequirements: DeliveryRequirements | null): Promise<Task | undefined> {
+  const { mailbox } = target;
   const task: Task = {
     id: ctx.random.uuid(),
     spaceId: ctx.spaceId,
@@ -145,22 +146,15 @@ export async function createTask(ctx: OpContext, mailbox: Mailbox, fields: NewTa
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
   };
-  // The delivery's backlog count goes out with the task insert, in its round trip.
-  const [inserted, live] = await together(ctx.tx.tasks.insert(task), ctx.tx.messages.countLive(ctx.spaceId, mailbox.id, backlogCaps(ctx, mailbox)));
-  if (!inserted) return undefined;
-  const delivery = await sendTo(
-    ctx,
-    mailbox,
-    {
-      id: task.messageId!,
-      scopeId: task.scopeId,
-      payload: { taskId: task.id, input: fields.input },
-      deadline: fields.deadline,
-      taskId: task.id,
-      requirements: deliveryRequirements,
-    },
-    live,
-  );
+  if (!(await ctx.tx.tasks.insert(task))) return undefined;
+  const delivery = await sendTo(ctx, target, {
+    id: task.messageId!,
+    scopeId: task.scopeId,
+    payload: { taskId: task.id, input: fields.input },
+    deadline: fields.deadline,
+    taskId: task.id,
+    requirements: deliveryRequirements,
+  });
   assert(delivery.created, `task ${task.id}: its delivery was not sent`);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [taskEvent(task, eventTypes.taskSubmitted, { taskKey: task.taskKey, mailboxId: task.mailboxId }), ...delivery.events]);
   return task;

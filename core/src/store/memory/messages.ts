@@ -1,5 +1,5 @@
 import { assert } from '../../assert';
-import type { ClaimRequest, Mailbox, Message } from '../../messages/model';
+import type { ClaimRequest, LiveCounts, Mailbox, Message } from '../../messages/model';
 import { assertMessage, claim } from '../../messages/rules';
 import type { MailboxRepository, MessageRepository } from '../../messages/repository';
 import { plantedBugs } from '../../planted-bugs';
@@ -35,6 +35,10 @@ export function memoryMessages(
     return structuredClone(m);
   };
   const select = (match: (m: Message) => boolean): Message[] => [...messages.scan()].filter(match).sort(bySeq);
+  const countLive = (spaceId: string, mailboxId: string, caps: LiveCounts): LiveCounts => {
+    const live = select((m) => m.spaceId === spaceId && (m.state === 'READY' || m.state === 'CLAIMED'));
+    return { mailbox: Math.min(caps.mailbox, live.filter((m) => m.mailboxId === mailboxId).length), space: Math.min(caps.space, live.length) };
+  };
   /** An unlessGated claim finds nothing when a gate scope lies below its scope. */
   const gated = (c: ClaimRequest): boolean => {
     if (c.unlessGated !== true) return false;
@@ -52,6 +56,10 @@ export function memoryMessages(
       },
       get: async (spaceId, id, options) => (lock(options), mailboxes.get(key(spaceId, id))),
       getByName: async (spaceId, name) => findMailbox(spaceId, name),
+      getForSend: async (spaceId, id, spaceCap) => {
+        const mailbox = mailboxes.get(key(spaceId, id));
+        return mailbox && { mailbox, live: countLive(spaceId, id, { mailbox: mailbox.backlogLimit, space: spaceCap }) };
+      },
       getForClaim: async (spaceId, id, scopeId) => {
         const mailbox = mailboxes.get(key(spaceId, id));
         return mailbox && { mailbox, scopeIds: scopeSubtree(spaceId, scopeId) };
@@ -67,7 +75,7 @@ export function memoryMessages(
       insert: async (m) => {
         assert(!messages.has(key(m.spaceId, m.id)), `duplicate message ${m.id}`);
         if (m.workKey !== null) assert(select((x) => x.spaceId === m.spaceId && x.mailboxId === m.mailboxId && x.workKey === m.workKey).length === 0, `message workKey ${m.workKey} taken`);
-        return write({ ...m, seq: ++lastSeq });
+        write({ ...m, seq: ++lastSeq });
       },
       get: async (spaceId, id, options) => (lock(options), messages.get(key(spaceId, id))),
       getByWorkKey: async (spaceId, mailboxId, workKey) => structuredClone(select((m) => m.spaceId === spaceId && m.mailboxId === mailboxId && m.workKey === workKey)[0]),
@@ -80,10 +88,7 @@ export function memoryMessages(
         select((m) => m.spaceId === spaceId && m.mailboxId === mailboxId && (states === null || states.includes(m.state)) && (after === null || m.seq > after))
           .slice(0, limit)
           .map((m) => structuredClone(m)),
-      countLive: async (spaceId, mailboxId, caps) => {
-        const live = select((m) => m.spaceId === spaceId && (m.state === 'READY' || m.state === 'CLAIMED'));
-        return { mailbox: Math.min(caps.mailbox, live.filter((m) => m.mailboxId === mailboxId).length), space: Math.min(caps.space, live.length) };
-      },
+      countLive: async (spaceId, mailboxId, caps) => countLive(spaceId, mailboxId, caps),
       claimNext: async (c) => {
         if (gated(c)) return undefined;
         const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && (m.state === 'READY' || (m.state === 'CLAIMED' && plantedBugs.has('message-claims-leased'))));

@@ -104,6 +104,19 @@ export function sqlMailboxes(q: SqlQueryable): MailboxRepository {
       const below = toTextArray(row.scope_ids).filter((s) => s !== scopeId);
       return { mailbox: toMailbox(row), scopeIds: [scopeId, ...below] };
     },
+    async getForSend(spaceId, id, spaceCap) {
+      // The counts are countLive's, capped by the row's own backlog_limit, so they ride in the
+      // mailbox's statement instead of waiting for it.
+      const [row] = await q.query<Row & { in_mailbox: unknown; in_space: unknown }>(
+        `SELECT ${mailboxColumns},
+           (SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.space_id = $1 AND m.mailbox_id = $2 AND m.state IN ('READY', 'CLAIMED') LIMIT mb.backlog_limit) l) AS in_mailbox,
+           (SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.space_id = $1 AND m.state IN ('READY', 'CLAIMED') LIMIT $3) s) AS in_space
+         FROM mailboxes mb WHERE space_id = $1 AND id = $2`,
+        [spaceId, id, spaceCap],
+      );
+      if (!row) return undefined;
+      return { mailbox: toMailbox(row), live: { mailbox: toInt(row.in_mailbox), space: toInt(row.in_space) } };
+    },
     async getByName(spaceId, name) {
       const [row] = await q.query<Row>(`SELECT ${mailboxColumns} FROM mailboxes WHERE space_id = $1 AND name = $2`, [spaceId, name]);
       return row && toMailbox(row);
@@ -164,16 +177,15 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
   return {
     async insert(m) {
       assertMessage({ ...m, seq: 0 });
-      const [row] = await q.query<Row>(
+      await q.write(
         `INSERT INTO messages (space_id, id, mailbox_id, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at, task_id, requirements, claimed)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17, $18::jsonb, $19::jsonb) RETURNING ${messageColumns}`,
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17, $18::jsonb, $19::jsonb)`,
         [
           m.spaceId, m.id, m.mailboxId, m.scopeId, jsonParam(m.payload), m.workKey, timeParamOrNull(m.deadline), m.state, m.attempt, m.tokenHash, m.holder, m.holderSession,
           timeParamOrNull(m.leaseExpiresAt), m.result === null ? null : jsonParam(m.result), timeParam(m.createdAt), timeParam(m.updatedAt), m.taskId,
           m.requirements === null ? null : jsonParam(m.requirements), m.claimed === null ? null : jsonParam(m.claimed),
         ],
       );
-      return toMessage(row!);
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
