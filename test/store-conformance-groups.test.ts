@@ -135,22 +135,24 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
     expect((await store.read((tx) => tx.mailboxes.getForClaim(randomUUID(), box.id, root)))).toBeUndefined();
   });
 
+  /** A READY message without a task in `scopeId` of the box. */
+  const sendTo = async (scopeId: string): Promise<{ id: string }> => {
+    const id = randomUUID();
+    await store.transaction((tx) =>
+      tx.messages.insert({
+        id, spaceId, mailboxId: box.id, scopeId, payload: null, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
+        tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
+      }),
+    );
+    return { id };
+  };
+
   it('claims across a scope subtree in send order, and only within it', async () => {
     const root = randomUUID();
     const child = await insertGroup(group({ parentScopeId: root }));
-    const send = async (scopeId: string): Promise<{ id: string }> => {
-      const id = randomUUID();
-      await store.transaction((tx) =>
-        tx.messages.insert({
-          id, spaceId, mailboxId: box.id, scopeId, payload: null, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
-          tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
-        }),
-      );
-      return { id };
-    };
-    const inChild = await send(child.scopeId);
-    await send(randomUUID());
-    const inRoot = await send(root);
+    const inChild = await sendTo(child.scopeId);
+    await sendTo(randomUUID());
+    const inRoot = await sendTo(root);
     const claim = (scopeIds: string[]) =>
       store.transaction((tx) => tx.messages.claimNext({ spaceId, mailboxId: box.id, scopeIds, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0 }));
     expect((await claim([root, child.scopeId]))?.id).toBe(inChild.id);
@@ -161,18 +163,8 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   it('an unlessGated claim takes nothing from a scope with gate scopes below it, and claims as usual from one without', async () => {
     const root = randomUUID();
     const child = await insertGroup(group({ parentScopeId: root }));
-    const insertIn = async (scope: string): Promise<{ id: string }> => {
-      const id = randomUUID();
-      await store.transaction((tx) =>
-        tx.messages.insert({
-          id, spaceId, mailboxId: box.id, scopeId: scope, payload: null, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
-          tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
-        }),
-      );
-      return { id };
-    };
-    const inRoot = await insertIn(root);
-    const inChild = await insertIn(child.scopeId);
+    const inRoot = await sendTo(root);
+    const inChild = await sendTo(child.scopeId);
     const request = (scopeId: string) => ({ spaceId, mailboxId: box.id, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, unlessGated: true });
     expect(await store.transaction((tx) => tx.messages.claimNext(request(root)))).toBeUndefined();
     expect(await store.transaction((tx) => tx.messages.claimCandidate({ ...request(root), afterSeq: 0 }))).toBeUndefined();
