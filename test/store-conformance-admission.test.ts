@@ -39,7 +39,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
           id: taskId, spaceId, taskKey: `k-${taskId}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId, state: 'PENDING', input: null,
           requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, groupId: null, createdAt: T0, updatedAt: T0,
         };
-        expect(await tx.tasks.insert(task)).toBe(true);
+        await tx.tasks.insert(task);
       }
       const message: NewMessage = {
         id: randomUUID(), spaceId, mailboxId: box.id, scopeId, payload: { taskId }, workKey: null, deadline: null, taskId, requirements, claimed: null, state: 'READY', attempt: 0,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Mailbox, Store, Task } from '@baton/core';
+import { maxRacedAttempts, type Mailbox, type Store, type Task } from '@baton/core';
 import { insertTenant, storeTargets } from './support/databases';
 
 /** Tasks and subscribers through the repository interfaces on every store. */
@@ -33,7 +33,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
   });
   const withDelivery = async (t: Task): Promise<Task> =>
     store.transaction(async (tx) => {
-      expect(await tx.tasks.insert(t)).toBe(true);
+      await tx.tasks.insert(t);
       const m = {
         id: randomUUID(), spaceId, mailboxId: box.id, scopeId: t.scopeId, payload: { taskId: t.id }, workKey: null, deadline: t.deadline, taskId: t.id, state: 'READY', attempt: 0,
         tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
@@ -44,15 +44,44 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
       return next;
     });
 
-  it('round-trips a task; a second of one taskKey is refused without writing', async () => {
+  it('round-trips a task; a second of one taskKey loses the race: its transaction runs again and the first attempt writes nothing', async () => {
     const t = await withDelivery(task());
     expect(await store.read((tx) => tx.tasks.get(spaceId, t.id))).toEqual(t);
     expect(await store.read((tx) => tx.tasks.getByKey(spaceId, t.taskKey))).toEqual(t);
-    expect(await store.transaction((tx) => tx.tasks.insert(task({ taskKey: t.taskKey })))).toBe(false);
+    const loser = task({ taskKey: t.taskKey });
+    const other = task();
+    let attempts = 0;
+    const answer = await store.transaction(async (tx) => {
+      attempts += 1;
+      // The first attempt's other write must vanish with it: only the second attempt commits.
+      if (attempts === 1) {
+        await tx.tasks.insert(other);
+        await tx.tasks.insert(loser);
+      }
+      return tx.tasks.getByKey(spaceId, t.taskKey);
+    });
+    expect(attempts).toBe(2);
+    expect(answer?.id).toBe(t.id);
+    expect(await store.read((tx) => tx.tasks.get(spaceId, loser.id))).toBeUndefined();
+    expect(await store.read((tx) => tx.tasks.get(spaceId, other.id))).toBeUndefined();
     expect(await store.read((tx) => tx.tasks.get(randomUUID(), t.id))).toBeUndefined();
     const done = { ...t, state: 'SUCCEEDED' as const, attempts: 1, outcome: { ok: true }, updatedAt: T0 + 1 };
     await store.transaction((tx) => tx.tasks.update(done));
     expect(await store.read((tx) => tx.tasks.get(spaceId, t.id))).toEqual(done);
+  });
+
+  it('a transaction that keeps losing races answers CONFLICT, writing nothing', async () => {
+    const t = await withDelivery(task());
+    const other = task();
+    let attempts = 0;
+    const run = store.transaction(async (tx) => {
+      attempts += 1;
+      await tx.tasks.insert(other);
+      await tx.tasks.insert(task({ taskKey: t.taskKey }));
+    });
+    await expect(run).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(attempts).toBe(maxRacedAttempts);
+    expect(await store.read((tx) => tx.tasks.get(spaceId, other.id))).toBeUndefined();
   });
 
   it('lists in (createdAt, id) order with scope and state filters', async () => {

@@ -11,6 +11,7 @@ export * from './planted-bugs';
 export * from './context';
 export * from './store/repositories';
 export * from './store/together';
+export * from './store/raced';
 export * from './store/store';
 export * from './store/memory/memory-store';
 export * from './store/notifying-store';

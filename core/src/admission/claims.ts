@@ -1,13 +1,15 @@
 import { assert } from '../assert';
 import type { OpContext } from '../context';
 import { coolingDown, fits, rollWindow, take } from '../allowances/rules';
-import type { Consumption } from '../allowances/model';
+import type { Allowance, Consumption } from '../allowances/model';
 import { reserveFunds, voidRemainder } from '../budgets/rules';
-import type { BudgetEntry, Reservation } from '../budgets/model';
+import type { Budget, BudgetEntry, Reservation } from '../budgets/model';
 import { eventTypes, type NewEvent } from '../events/model';
 import type { Message } from '../messages/model';
 import { topicOf } from '../notifier';
 import { plantedBugs } from '../planted-bugs';
+import type { Pool, WorkLimit } from '../pools/model';
+import { together } from '../store/together';
 import { isoFromMs } from '../time';
 import type { ClaimedResources, DeliveryRequirements } from './model';
 
@@ -74,14 +76,29 @@ interface Claim extends ClaimAttempt {
 }
 
 /**
- * Claims every resource `delivery` requires, or nothing: the first one short is recorded in
- * `shortages` and undefined is returned, the caller then rolling back to its savepoint (which
- * also releases the row locks taken here). Events are returned, not appended, so that an
- * admission appends all of its events in one statement. The order is the lock order.
+ * Claims every resource `delivery` requires, or nothing: the first one short (in lock order) is
+ * recorded in `shortages` and undefined is returned, the caller then rolling back to its
+ * savepoint (which also undoes the claims already made and releases every row lock taken here).
+ * Events are returned, not appended, so that an admission appends all of its events in one
+ * statement.
+ *
+ * Every claim and locked read goes out at once, in lock order, and costs one round trip
+ * (issue 12; it was one per resource, seven with one of each): pools and the work limit claim
+ * with a conditional UPDATE, quotas and budgets are locked and read with their line, and core
+ * decides on what came back. A short resource found after others were claimed costs those
+ * claims, which the savepoint's rollback undoes, instead of a round trip per resource for
+ * every admission that succeeds.
  */
 export async function claimResources(ctx: OpContext, delivery: Message, who: Holder, shortages: Shortages): Promise<ClaimAttempt | undefined> {
   const r = delivery.requirements;
   assert(r !== null && delivery.taskId !== null, `message ${delivery.id}: resource claim without requirements`);
+  const { tx, spaceId, nowMs } = ctx;
+  const [pools, quotas, budgets, workLimit] = await together(
+    together(...r.pools.map((need) => tx.pools.claim(spaceId, need.id, need.units, nowMs))),
+    together(...r.quotas.map((need) => together(tx.allowances.get(spaceId, need.id, { forUpdate: true }), tx.allowanceWaiters.countWaiting(spaceId, need.id)))),
+    together(...r.budgets.map((need) => tx.budgets.get(spaceId, need.id, { forUpdate: true }))),
+    r.workLimit === null ? Promise.resolve(undefined) : tx.workLimits.claim(spaceId, r.workLimit.id, 1, nowMs),
+  );
   const claim: Claim = {
     ctx,
     delivery,
@@ -91,29 +108,30 @@ export async function claimResources(ctx: OpContext, delivery: Message, who: Hol
     claimed: { pools: [], quotas: [], budgets: [], workLimit: null },
     events: [],
   };
-  for (const need of r.pools) if (!(await claimPoolUnits(claim, need))) return undefined;
-  for (const need of r.quotas) if (!(await consumeQuota(claim, need))) return undefined;
-  for (const need of r.budgets) if (!(await reserveBudget(claim, need))) return undefined;
-  if (r.workLimit !== null && !(await claimWorkLimitSlot(claim, r.workLimit))) return undefined;
+  for (const [i, need] of r.pools.entries()) if (!poolUnitsClaimed(claim, need, pools[i])) return undefined;
+  for (const [i, need] of r.quotas.entries()) if (!(await consumeQuota(claim, need, ...quotas[i]!))) return undefined;
+  for (const [i, need] of r.budgets.entries()) if (!(await reserveBudget(claim, need, budgets[i]))) return undefined;
+  if (r.workLimit !== null && !workLimitSlotClaimed(claim, r.workLimit, workLimit)) return undefined;
   return { claimed: claim.claimed, events: claim.events };
 }
 
-async function claimPoolUnits(c: Claim, need: DeliveryRequirements['pools'][number]): Promise<boolean> {
-  const { tx, spaceId, nowMs } = c.ctx;
-  const pool = await tx.pools.claim(spaceId, need.id, need.units, nowMs);
+/** `pool` is the pool after the claim's conditional UPDATE, undefined when it had too few units free. */
+function poolUnitsClaimed(c: Claim, need: DeliveryRequirements['pools'][number], pool: Pool | undefined): boolean {
   if (!pool) return c.shortages.record('pool', need.id, BigInt(need.units));
   c.claimed.pools.push({ ...need });
   c.events.push({ type: eventTypes.poolUnitsClaimed, aggregateType: 'pool', aggregateId: need.id, scopeId: c.delivery.scopeId, data: { ...c.about, units: need.units, inUse: pool.inUse } });
   return true;
 }
 
-/** As POST /consume would: only with nobody in the allowance's line, no cooldown, and room in the window. */
-async function consumeQuota(c: Claim, need: DeliveryRequirements['quotas'][number]): Promise<boolean> {
+/**
+ * As POST /consume would: only with nobody in the allowance's line, no cooldown, and room in the
+ * window. `locked` and `waiting` were read in that order, the count under the row lock.
+ */
+async function consumeQuota(c: Claim, need: DeliveryRequirements['quotas'][number], locked: Allowance | undefined, waiting: number): Promise<boolean> {
   const { tx, spaceId, nowMs, random } = c.ctx;
-  const locked = await tx.allowances.get(spaceId, need.id, { forUpdate: true });
   assert(locked, `allowance ${need.id} named by a delivery is gone`);
   const a = rollWindow(locked, nowMs);
-  if ((await tx.allowanceWaiters.countWaiting(spaceId, a.id)) > 0) return c.shortages.record('allowance', a.id, 1n);
+  if (waiting > 0) return c.shortages.record('allowance', a.id, 1n);
   if (coolingDown(a, nowMs)) return c.shortages.record('allowance', a.id, 1n, a.cooldownUntil);
   if (!fits(a, need.units)) return c.shortages.record('allowance', a.id, BigInt(need.units), a.windowStartsAt + a.windowSeconds * 1000);
   const next = take(a, need.units, nowMs);
@@ -130,10 +148,9 @@ async function consumeQuota(c: Claim, need: DeliveryRequirements['quotas'][numbe
   return true;
 }
 
-/** As POST /reserve would, with no settleBy: the reservation rides on the delivery. */
-async function reserveBudget(c: Claim, need: DeliveryRequirements['budgets'][number]): Promise<boolean> {
+/** As POST /reserve would, with no settleBy: the reservation rides on the delivery. `budget` was read locked. */
+async function reserveBudget(c: Claim, need: DeliveryRequirements['budgets'][number], budget: Budget | undefined): Promise<boolean> {
   const { tx, spaceId, nowMs, random } = c.ctx;
-  const budget = await tx.budgets.get(spaceId, need.id, { forUpdate: true });
   assert(budget, `budget ${need.id} named by a delivery is gone`);
   const amountMinor = BigInt(need.reserveMinor);
   if (amountMinor > budget.availableMinor) return c.shortages.record('budget', need.id, amountMinor);
@@ -151,9 +168,8 @@ async function reserveBudget(c: Claim, need: DeliveryRequirements['budgets'][num
   return true;
 }
 
-async function claimWorkLimitSlot(c: Claim, need: { id: string; name: string }): Promise<boolean> {
-  const { tx, spaceId, nowMs } = c.ctx;
-  const limit = await tx.workLimits.claim(spaceId, need.id, 1, nowMs);
+/** `limit` is the work limit after the claim's conditional UPDATE, undefined when every slot was taken. */
+function workLimitSlotClaimed(c: Claim, need: { id: string; name: string }, limit: WorkLimit | undefined): boolean {
   if (!limit) return c.shortages.record('work_limit', need.id, 1n);
   c.claimed.workLimit = { ...need };
   c.events.push({ type: eventTypes.workLimitSlotClaimed, aggregateType: 'work_limit', aggregateId: need.id, scopeId: c.delivery.scopeId, data: { ...c.about, inUse: limit.inUse } });

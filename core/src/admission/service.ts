@@ -57,7 +57,7 @@ export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttem
   for (let examined = 1; candidate !== undefined; examined++) {
     if (candidate.claimed) return admitted(ctx, candidate.message, token, [], body.scopeId, { task: candidate.task });
     const delivery = await tryCandidate(ctx, candidate.message, request, shortages);
-    if (delivery) return admitted(ctx, delivery.message, token, delivery.events, body.scopeId);
+    if (delivery) return admitted(ctx, delivery.message, token, delivery.events, body.scopeId, undefined, delivery.task);
     // A candidate is claimed when it needs nothing: only ask for one that will be examined.
     if (examined >= maxCandidatesPerAdmit) break;
     candidate = await ctx.tx.messages.claimCandidate({ ...request, afterSeq: candidate.message.seq });
@@ -70,16 +70,17 @@ export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttem
  * claimed and no resource lock kept, when one is short. A candidate needing as much of a
  * resource as an earlier one found short is passed over without touching the store.
  */
-async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages): Promise<{ message: Message; events: NewEvent[] } | undefined> {
+async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages): Promise<{ message: Message; events: NewEvent[]; task: Task | undefined } | undefined> {
   assert(candidate.state === 'READY' && candidate.requirements !== null, `candidate ${candidate.id} is ${candidate.state}`);
   if (shortages.knownShort(candidate.requirements)) return undefined;
-  let result: { message: Message; events: NewEvent[] } | undefined;
+  let result: { message: Message; events: NewEvent[]; task: Task | undefined } | undefined;
   await ctx.tx.savepoints.attempt(async () => {
-    const taken = await claimResources(ctx, candidate, request, shortages);
+    // The candidate's task is read under the candidate's lock, in the round trip of the claims.
+    const [taken, task] = await together(claimResources(ctx, candidate, request, shortages), ctx.tx.tasks.getByDelivery(ctx.spaceId, candidate.id));
     if (!taken) return false;
     const message = claim(candidate, request, taken.claimed);
     await ctx.tx.messages.update(message);
-    result = { message, events: taken.events };
+    result = { message, events: taken.events, task };
     return true;
   });
   return result;
@@ -87,9 +88,10 @@ async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRe
 
 /**
  * The claimed delivery's events (with its resources' events, appended in one statement), its task
- * moved to RUNNING (by the claim itself when `movedWithClaim` is given), and the reply.
+ * moved to RUNNING (by the claim itself when `movedWithClaim` is given; as a write when the task
+ * was `loaded` under the candidate's lock), and the reply.
  */
-async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[], scopeId: string, movedWithClaim?: { task: Task | undefined }): Promise<AdmitAttempt> {
+async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[], scopeId: string, movedWithClaim?: { task: Task | undefined }, loaded?: Task): Promise<AdmitAttempt> {
   assert(message.state === 'CLAIMED' && message.taskId !== null, `admitted message ${message.id} is ${message.state}`);
   const claimed = claimedView(message.claimed);
   const claimedEvent: NewEvent = {
@@ -99,7 +101,7 @@ async function admitted(ctx: OpContext, message: Message, token: string, resourc
     scopeId: message.scopeId,
     data: { messageId: message.id, attempt: message.attempt, holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: scopeId, admitted: true, claimed },
   };
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message, movedWithClaim)).events]);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message, movedWithClaim, loaded)).events]);
   const delivery: AdmittedDeliveryView = {
     messageId: message.id,
     mailboxId: message.mailboxId,

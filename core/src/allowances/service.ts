@@ -6,6 +6,7 @@ import type { AllowanceCreateBody, AllowanceView, ConsumeBody, ConsumptionView, 
 import { decodeNameCursor, encodeNameCursor } from '../paging';
 import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
+import { together } from '../store/together';
 import { isoFromMs } from '../time';
 import type { Allowance, AllowanceWaiter, Consumption } from './model';
 import { assertAllowance, coolingDown, fits, grantFromHead, nextWakeAt, rollWindow, take, windowStartAt, withCooldown } from './rules';
@@ -93,16 +94,23 @@ function checkUnits(a: Allowance, units: number): void {
  * consumption (replay) and takes nothing.
  */
 export async function consume(ctx: OpContext, id: string, body: ConsumeBody): Promise<{ replay: boolean; view: ConsumptionView }> {
-  const a = await lockAllowance(ctx, id);
+  // One round trip: the allowance's lock, then, read under it, the workKey's prior consumption
+  // and the line. Sent together they run in this order, so the count sees every waiter that a
+  // wait holding the lock before us committed (a single statement would take its snapshot
+  // before the lock was granted and could miss one, letting this consume pass the line).
+  const [locked, prior, waiting] = await together(
+    ctx.tx.allowances.get(ctx.spaceId, id, { forUpdate: true }),
+    body.workKey === undefined ? Promise.resolve(undefined) : ctx.tx.consumptions.getByWorkKey(ctx.spaceId, id, body.workKey),
+    ctx.tx.allowanceWaiters.countWaiting(ctx.spaceId, id),
+  );
+  if (!locked) throw notFound('allowance');
+  const a = rollWindow(locked, ctx.nowMs);
   checkUnits(a, body.units);
-  if (body.workKey !== undefined) {
-    const prior = await ctx.tx.consumptions.getByWorkKey(ctx.spaceId, id, body.workKey);
-    if (prior) {
-      if (prior.units !== body.units) throw conflict(`workKey ${body.workKey} already consumed ${prior.units} units`);
-      return { replay: true, view: consumptionView(prior, true) };
-    }
+  if (prior) {
+    if (prior.units !== body.units) throw conflict(`workKey ${body.workKey} already consumed ${prior.units} units`);
+    return { replay: true, view: consumptionView(prior, true) };
   }
-  if ((await ctx.tx.allowanceWaiters.countWaiting(ctx.spaceId, id)) > 0) throw exhausted(`allowance ${a.name} has waiters in line; join the line with /wait`);
+  if (waiting > 0) throw exhausted(`allowance ${a.name} has waiters in line; join the line with /wait`);
   if (coolingDown(a, ctx.nowMs)) throw exhausted(`allowance ${a.name} is cooling down until ${isoFromMs(a.cooldownUntil!)}`);
   if (!fits(a, body.units)) throw exhausted(`allowance ${a.name} has ${a.unitsLimit - a.usedUnits} units left in this window, ${body.units} requested`);
   const next = take(a, body.units, ctx.nowMs);

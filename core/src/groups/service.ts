@@ -118,7 +118,6 @@ export async function createMemberTask(ctx: OpContext, id: string, body: MemberT
     return { created: false, reply };
   }
   const task = await createTask(ctx, await sendTargetOf(ctx, group.mailboxId), { taskKey: body.taskKey, scopeId: group.scopeId, input, requirements, workLimit: null, deadline: body.deadline, fingerprint }, null);
-  if (!task) throw conflict(`task ${body.taskKey} is being submitted concurrently; retry`);
   await join(ctx, group, task, 'CREATED', events);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
   return { created: true, reply: { taskId: task.id, state: task.state, created: true } };

@@ -4,8 +4,13 @@ import type { LockOptions } from '../store/lock-options';
 
 /** Tasks and their subscribers (core/src/tasks). */
 export interface TaskRepository {
-  /** False, writing nothing, when the space already has a task of that taskKey (a concurrent submit won). */
-  insert(task: Task): Promise<boolean>;
+  /**
+   * Inserts a task whose taskKey this transaction looked up and found free. A write that rides
+   * with the COMMIT: when a concurrent submit of the key committed first, the transaction fails
+   * with TransactionRaced (store/raced.ts) and the store runs it again, where the lookup finds
+   * the winner and the submit answers as a join.
+   */
+  insert(task: Task): Promise<void>;
   get(spaceId: string, id: string, options?: LockOptions): Promise<Task | undefined>;
   getByKey(spaceId: string, taskKey: string): Promise<Task | undefined>;
   /**

@@ -98,13 +98,9 @@ export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ cr
   if (existing) return { created: false, reply: await joinExisting(ctx, existing, fingerprint, body) };
   if (!target) throw notFound('mailbox');
   const deliveryRequirements = await resolveRequirements(ctx, requirements, workLimit);
+  // A concurrent submit of the key that commits first makes this transaction run again (the
+  // insert's race check, TaskRepository.insert), and then the lookup above answers as a join.
   const task = await createTask(ctx, target, { taskKey: body.taskKey, scopeId: body.scopeId, input, requirements, workLimit, deadline: body.deadline, fingerprint }, deliveryRequirements);
-  if (!task) {
-    // A concurrent submit of the same taskKey committed first: answer as a join.
-    const winner = await ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey);
-    if (!winner) throw conflict(`task ${body.taskKey} is being submitted; retry`);
-    return { created: false, reply: await joinExisting(ctx, winner, fingerprint, body) };
-  }
   if (body.subscriberId !== undefined) await subscribe(ctx, task, body.subscriberId, body.scopeId);
   return { created: true, reply: { taskId: task.id, state: task.state, created: true } };
 }
@@ -121,10 +117,11 @@ export interface NewTaskFields {
 
 /**
  * Inserts a PENDING task and sends its delivery to `mailbox` (payload {taskId, input}), with
- * their events: the new task, or undefined, writing nothing, when the space already has a task
- * of that taskKey (a concurrent submit won). Submit and a group's member create share it.
+ * their events. The caller found the taskKey free; should a concurrent submit of the key commit
+ * first, the transaction runs again (TaskRepository.insert). Submit and a group's member create
+ * share it.
  */
-export async function createTask(ctx: OpContext, target: SendTarget, fields: NewTaskFields, deliveryRequirements: DeliveryRequirements | null): Promise<Task | undefined> {
+export async function createTask(ctx: OpContext, target: SendTarget, fields: NewTaskFields, deliveryRequirements: DeliveryRequirements | null): Promise<Task> {
   const { mailbox } = target;
   const task: Task = {
     id: ctx.random.uuid(),
@@ -146,7 +143,7 @@ export async function createTask(ctx: OpContext, target: SendTarget, fields: New
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
   };
-  if (!(await ctx.tx.tasks.insert(task))) return undefined;
+  await ctx.tx.tasks.insert(task);
   const delivery = await sendTo(ctx, target, {
     id: task.messageId!,
     scopeId: task.scopeId,
@@ -307,15 +304,17 @@ async function moveLoaded(ctx: OpContext, task: Task, m: Message, move: TaskMove
 /**
  * A claim of the delivery: RUNNING. `movedWithClaim` is the task when the claim's own statement
  * moved it already (MessageRepository.claimCandidate); then only its event is made here.
+ * `loaded` is the task when the caller read it under the delivery's lock (an admission reads it
+ * with the resources it claims), so the move is a write that rides with the commit.
  */
-export async function onClaimed(ctx: OpContext, m: Message, movedWithClaim?: { task: Task | undefined }): Promise<TaskMoved> {
+export async function onClaimed(ctx: OpContext, m: Message, movedWithClaim?: { task: Task | undefined }, loaded?: Task): Promise<TaskMoved> {
   const data = {
     holder: m.holder,
     holderSession: m.holderSession,
     leaseExpiresAt: m.leaseExpiresAt === null ? null : isoFromMs(m.leaseExpiresAt),
     claimed: m.claimed === null ? null : claimedView(m.claimed),
   };
-  if (movedWithClaim === undefined) return moveTask(ctx, m, moveOf(m, 'RUNNING', ctx.nowMs), eventTypes.taskRunning, data);
+  if (movedWithClaim === undefined) return moveTask(ctx, m, moveOf(m, 'RUNNING', ctx.nowMs), eventTypes.taskRunning, data, loaded);
   const { task } = movedWithClaim;
   assert(task === undefined || (task.id === m.taskId && task.state === 'RUNNING' && task.attempts === m.attempt), `task moved with claim of ${m.id} is ${task?.state}`);
   return movedWith(m, task, eventTypes.taskRunning, data);

@@ -13,6 +13,7 @@ import type { ApiKey, Org, Space } from '../../tenancy/model';
 import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
 import type { Store, Tx } from '../store';
 import { MemoryTable } from './table';
+import { maxRacedAttempts, racedTooOften, TransactionRaced } from '../raced';
 
 const key = (spaceId: string, id: string): string => `${spaceId}\u0000${id}`;
 
@@ -44,7 +45,19 @@ export class MemoryStore implements Store {
   private lastEventId = 0;
   private readonly repositories: Repositories = this.buildRepositories();
 
-  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+  /** Runs `work` again after a lost race (raced.ts), as the SQL store does; see attempt. */
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.attempt(work);
+      } catch (error) {
+        if (!(error instanceof TransactionRaced)) throw error;
+        if (attempt >= maxRacedAttempts) throw racedTooOften(error);
+      }
+    }
+  }
+
+  private attempt<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     return this.exclusive(async () => {
       assert(this.undo === undefined, 'memory store: nested transaction');
       this.undo = [];

@@ -5,6 +5,7 @@ import { assertTask } from '../../tasks/rules';
 import type { LockOptions } from '../repositories';
 import type { TaskRepository } from '../../tasks/repository';
 import { MemoryTable } from './table';
+import { TransactionRaced } from '../raced';
 
 const key = (spaceId: string, id: string): string => `${spaceId}\u0000${id}`;
 const byCreated = (a: Task, b: Task): number => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -26,10 +27,9 @@ export function memoryTasks(
     tasks: {
       insert: async (t) => {
         assertTask(t);
-        if (select((x) => x.spaceId === t.spaceId && x.taskKey === t.taskKey).length > 0) return false;
+        if (select((x) => x.spaceId === t.spaceId && x.taskKey === t.taskKey).length > 0) throw new TransactionRaced(`taskKey ${t.taskKey} is taken`);
         assert(!tasks.has(key(t.spaceId, t.id)), `duplicate task ${t.id}`);
         tasks.set(key(t.spaceId, t.id), t);
-        return true;
       },
       get: async (spaceId, id, options) => (lock(options), tasks.get(key(spaceId, id))),
       getByKey: async (spaceId, taskKey) => structuredClone(select((t) => t.spaceId === spaceId && t.taskKey === taskKey)[0]),

@@ -1,4 +1,4 @@
-import { assert, InvariantViolation, type Store, type Tx } from '@baton/core';
+import { assert, InvariantViolation, maxRacedAttempts, racedTooOften, TransactionRaced, type Store, type Tx } from '@baton/core';
 import type { SqlDriver } from './driver';
 import { sqlRepositories } from './repositories/index';
 
@@ -18,6 +18,9 @@ function isTransientConflict(error: unknown): boolean {
 /** A pipelined write's guard (baton_assert, migration 010) failed: a bug, as a failed assert() is. */
 const isFailedGuard = (error: unknown): boolean => typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'BT000';
 
+/** A speculative write's race check failed (baton_won, migration 013): run the transaction again (core/src/store/raced.ts). */
+const isLostRace = (error: unknown): boolean => error instanceof TransactionRaced || (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'BT001');
+
 // A backoff pause between transaction attempts: I/O pacing, not domain time, so not the injected clock.
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -30,6 +33,8 @@ export class SqlStore implements Store {
   readonly kind: 'postgres' | 'pglite';
   /** Transactions run again after a transient lock conflict, since start: how often contention bites. */
   retriedTransactions = 0;
+  /** Transactions run again after losing a race at a speculative write (core/src/store/raced.ts). */
+  racedTransactions = 0;
 
   constructor(readonly driver: SqlDriver) {
     this.kind = driver.kind;
@@ -48,6 +53,11 @@ export class SqlStore implements Store {
         return await this.driver.transaction((q) => work(sqlRepositories(q)));
       } catch (error) {
         if (isFailedGuard(error)) throw new InvariantViolation((error as Error).message);
+        if (isLostRace(error)) {
+          if (attempt >= maxRacedAttempts) throw racedTooOften(error as Error);
+          this.racedTransactions += 1;
+          continue;
+        }
         if (!isTransientConflict(error) || attempt >= maxTransactionAttempts) throw error;
         this.retriedTransactions += 1;
         await pause(Math.random() * Math.min(50, 2 ** attempt));

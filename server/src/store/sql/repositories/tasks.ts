@@ -49,16 +49,19 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
   return {
     async insert(t) {
       assertTask(t);
-      // DO NOTHING on the taskKey only: a submit racing another of the same key answers as a join.
-      const inserted = await q.query(
-        `INSERT INTO tasks (${taskColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
-         ON CONFLICT (space_id, task_key) DO NOTHING RETURNING id`,
+      // DO NOTHING on the taskKey only, and then baton_won: a submit that lost the key to a
+      // concurrent one fails its transaction as raced (BT001), and runs again as a join.
+      await q.write(
+        `WITH inserted AS (
+           INSERT INTO tasks (${taskColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
+           ON CONFLICT (space_id, task_key) DO NOTHING RETURNING 1)
+         SELECT baton_won(count(*) = 1, $19) FROM inserted`,
         [
           t.spaceId, t.id, t.taskKey, t.fingerprint, t.mailboxId, t.scopeId, t.state, jsonParam(t.input), jsonParam(t.requirements), t.workLimit, timeParamOrNull(t.deadline),
           t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.createdAt), timeParam(t.updatedAt), t.groupId,
+          `taskKey ${t.taskKey} is taken`,
         ],
       );
-      return inserted.length === 1;
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
