@@ -235,6 +235,34 @@ describe.each(storeTargets())('store conformance on $name', (target) => {
       await expect(store.transaction((tx) => tx.budgets.update(budget(s.id)))).rejects.toThrow();
     });
 
+    it('reserve moves funds from available to reserved; one the budget no longer covers loses the race and runs again', async () => {
+      const { space: s } = await tenant();
+      const b = await committedBudget(s.id, { limitMinor: 100n, availableMinor: 100n });
+      await store.transaction((tx) => tx.budgets.reserve(s.id, b.id, 70n, T0 + 5));
+      expect(await store.read((tx) => tx.budgets.get(s.id, b.id))).toMatchObject({ availableMinor: 30n, reservedMinor: 70n, settledMinor: 0n, updatedAt: T0 + 5 });
+      let attempts = 0;
+      await store.transaction(async (tx) => {
+        attempts += 1;
+        // As a reserve that read 100 available before a concurrent one took 70: only 30 are left.
+        if (attempts === 1) await tx.budgets.reserve(s.id, b.id, 40n, T0 + 6);
+        return tx.budgets.get(s.id, b.id);
+      });
+      expect(attempts).toBe(2);
+      expect(await store.read((tx) => tx.budgets.get(s.id, b.id))).toMatchObject({ availableMinor: 30n, reservedMinor: 70n });
+    });
+
+    it('concurrent reserves on one budget each move their funds once, and never below zero', async () => {
+      const { space: s } = await tenant();
+      const b = await committedBudget(s.id, { limitMinor: 100n, availableMinor: 100n });
+      const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => store.transaction((tx) => tx.budgets.reserve(s.id, b.id, 7n, T0 + 1))));
+      const after = (await store.read((tx) => tx.budgets.get(s.id, b.id)))!;
+      const done = outcomes.filter((o) => o.status === 'fulfilled').length;
+      // 14 fit in 100; the rest kept losing races (nothing to read again here) and answered CONFLICT.
+      expect(done).toBe(14);
+      expect(outcomes.filter((o) => o.status === 'rejected').every((o) => (o as PromiseRejectedResult).reason.code === 'CONFLICT')).toBe(true);
+      expect([after.availableMinor, after.reservedMinor]).toEqual([2n, 98n]);
+    });
+
     it('keeps names unique within a space, not across spaces', async () => {
       const { org: o, space: s } = await tenant();
       const other = space(o.id);

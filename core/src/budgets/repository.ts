@@ -8,6 +8,15 @@ export interface BudgetRepository {
   /** Budgets ordered by name; `afterName` is exclusive. */
   list(spaceId: string, afterName: string | null, limit: number): Promise<Budget[]>;
   update(budget: Budget): Promise<void>;
+  /**
+   * Moves `amountMinor` from available to reserved: one conditional UPDATE that rides with the
+   * COMMIT, so the budget's row lock is held only from this statement to the end of the commit,
+   * not across a round trip (issue 12: one budget hot with reserves). The caller decided on the
+   * budget as read, unlocked, in this transaction; when a concurrent operation took the funds
+   * since, the guard finds available short and the transaction fails as raced
+   * (store/raced.ts) and runs again on a fresh read.
+   */
+  reserve(spaceId: string, id: string, amountMinor: bigint, nowMs: number): Promise<void>;
 }
 
 export interface ReservationRepository {

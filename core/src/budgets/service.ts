@@ -93,8 +93,16 @@ async function lockBudget(ctx: OpContext, budgetId: string): Promise<Budget> {
   return budget;
 }
 
+/**
+ * Reserves from the budget as read, unlocked: the funds move in one guarded UPDATE that rides
+ * with the COMMIT (BudgetRepository.reserve), so reserves on one busy budget hold its row lock
+ * only while they commit. Nothing in the reply depends on the balance after.
+ */
 export async function reserve(ctx: OpContext, budgetId: string, body: ReserveBody): Promise<ReservationView> {
-  const budget = reserveFunds(await lockBudget(ctx, budgetId), parseMinor(body.amountMinor), ctx.nowMs);
+  const read = await ctx.tx.budgets.get(ctx.spaceId, budgetId);
+  if (!read) throw notFound('budget');
+  // Refuses INSUFFICIENT_BUDGET on what was read; the guard of the write repeats the check.
+  reserveFunds(read, parseMinor(body.amountMinor), ctx.nowMs);
   const reservation: Reservation = {
     id: ctx.random.uuid(),
     spaceId: ctx.spaceId,
@@ -110,7 +118,7 @@ export async function reserve(ctx: OpContext, budgetId: string, body: ReserveBod
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
   };
-  await ctx.tx.budgets.update(budget);
+  await ctx.tx.budgets.reserve(ctx.spaceId, budgetId, reservation.amountMinor, ctx.nowMs);
   await ctx.tx.reservations.insert(reservation);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
     {

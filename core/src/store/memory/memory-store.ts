@@ -2,6 +2,7 @@ import { assert } from '../../assert';
 import type { Allowance, AllowanceWaiter, Consumption } from '../../allowances/model';
 import { memoryAllowances } from './allowances';
 import type { Budget, BudgetEntry, Reservation } from '../../budgets/model';
+import { assertConservation } from '../../budgets/rules';
 import type { JournalEvent, NewEvent } from '../../events/model';
 import type { Pool, WorkLimit } from '../../pools/model';
 import { memoryPools } from './pools';
@@ -169,6 +170,14 @@ export class MemoryStore implements Store {
             .slice(0, limit)
             .map((b) => structuredClone(b)),
         update: async (b) => updateExisting(budgets, key(b.spaceId, b.id), b),
+        reserve: async (spaceId, id, amountMinor, nowMs) => {
+          const b = budgets.get(key(spaceId, id));
+          assert(b && amountMinor > 0n, `reserve of ${amountMinor} from budget ${id}`);
+          if (b.availableMinor < amountMinor) throw new TransactionRaced(`budget ${id} has ${b.availableMinor} available, not ${amountMinor}`);
+          const next = { ...b, availableMinor: b.availableMinor - amountMinor, reservedMinor: b.reservedMinor + amountMinor, updatedAt: Math.max(b.updatedAt, nowMs) };
+          assertConservation(next);
+          budgets.set(key(spaceId, id), next);
+        },
       },
       reservations: {
         insert: async (r) => insertNew(reservations, key(r.spaceId, r.id), r),

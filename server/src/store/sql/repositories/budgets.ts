@@ -75,6 +75,17 @@ export function sqlBudgets(q: SqlQueryable): BudgetRepository {
           : await q.query<BudgetRow>(`SELECT ${columns} FROM budgets WHERE space_id = $1 AND name > $2 ORDER BY name LIMIT $3`, [spaceId, afterName, limit]);
       return rows.map(toBudget);
     },
+    async reserve(spaceId, id, amountMinor, nowMs) {
+      // The guard repeats the rule core applied to what it read (available covers the amount);
+      // failing it means a concurrent operation took the funds since: BT001, run again.
+      await q.write(
+        `WITH moved AS (
+           UPDATE budgets SET available_minor = available_minor - $3, reserved_minor = reserved_minor + $3, updated_at = greatest(updated_at, $4)
+           WHERE space_id = $1 AND id = $2 AND available_minor >= $3 RETURNING 1)
+         SELECT baton_won(count(*) = 1, $5) FROM moved`,
+        [spaceId, id, bigintParam(amountMinor), timeParam(nowMs), `budget ${id}: ${amountMinor} no longer available`],
+      );
+    },
     async update(budget) {
       await writeOne(q, `UPDATE budgets SET name = $3, currency = $4, scale = $5, limit_minor = $6, available_minor = $7, reserved_minor = $8,
            settled_minor = $9, created_at = $10, updated_at = $11
