@@ -155,4 +155,38 @@ describe.runIf(postgresUrl())('round trips per hot-path request on PostgreSQL', 
     const consume = () => server.api('POST', `/allowances/${ids.allowance}/consume`, { body: { scopeId, units: 1, holder: 'w' }, idem: idem() });
     expectBudget('consume', await measure(consume, 201));
   });
+
+  // Batches of ten (decisions §8): the same budget as one item, whatever the batch holds.
+  const batchOf = 10;
+  const admitBatch = () => server.api('POST', '/tasks/admit-batch', { body: { scopeId, mailboxId: ids.taskBox, holder: 'w', holderSession: 's', maxTasks: batchOf }, idem: idem() });
+  const submitMany = async (n: number) => {
+    for (let i = 0; i < n; i++) await submit();
+  };
+
+  it('admit-batch', async () => {
+    await submitMany(2 * batchOf);
+    const measured = await measure(admitBatch, 200);
+    expect(measured.reply.body.items).toHaveLength(batchOf);
+    expectBudget('admit-batch', measured);
+  });
+
+  it('complete-batch, nack-batch and renew-batch', async () => {
+    await submitMany(4 * batchOf);
+    const batches = [(await admitBatch()).body.items, (await admitBatch()).body.items, (await admitBatch()).body.items, (await admitBatch()).body.items];
+    const items = (turn: number, extra: Record<string, unknown> = {}) => batches[turn].map((d: { messageId: string; token: string }) => ({ messageId: d.messageId, token: d.token, ...extra }));
+    const run = (route: string, extra: Record<string, unknown>) => async (turn: 0 | 1) => {
+      const reply = await server.api('POST', `/messages/${route}`, { body: { items: items(route === 'complete-batch' ? turn : 2 + turn, extra) }, idem: idem() });
+      expect(reply.body.items.every((i: { status: number }) => i.status === 200), JSON.stringify(reply.body)).toBe(true);
+      return reply;
+    };
+    expectBudget('renew-batch', await measure(run('renew-batch', { leaseSeconds: 60 }), 200));
+    expectBudget('complete-batch', await measure(run('complete-batch', { result: { payload: { ok: true } } }), 200));
+    expectBudget('nack-batch', await measure(run('nack-batch', { retry: true }), 200));
+  });
+
+  it('recv-batch', async () => {
+    for (let i = 0; i < 2 * batchOf; i++) await send();
+    const recvBatch = () => server.api('POST', `/mailboxes/${ids.box}/recv-batch`, { body: { scopeId, holder: 'w', holderSession: 's', maxMessages: batchOf }, idem: idem() });
+    expectBudget('recv-batch', await measure(recvBatch, 200));
+  });
 });

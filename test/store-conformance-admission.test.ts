@@ -67,6 +67,40 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
     expect(await store.read((tx) => tx.messages.get(spaceId, needy.messageId))).toMatchObject({ state: 'READY' });
   });
 
+  it('claimCandidates claims up to N task deliveries in seq order, moves their tasks, and only locks those with requirements', async () => {
+    await deliver(null, true); // a plain message: never a candidate
+    const a = await deliver(null);
+    const needy = await deliver(needs);
+    const b = await deliver(null);
+    const c = await deliver(null);
+    const batch = (afterSeq: number, tokenHashes: string[]) => store.transaction((tx) => tx.messages.claimCandidates({ ...request(afterSeq), tokenHashes, nowMs: T0 + 3 }));
+    const found = await batch(0, ['t1', 't2', 't3']);
+    expect(found.map((f) => [f.message.id, f.claimed])).toEqual([
+      [a.messageId, true],
+      [needy.messageId, false],
+      [b.messageId, true],
+    ]);
+    // Each claimed row carries one of the hashes, no two the same; the one only locked none.
+    expect(['t1', 't2', 't3']).toEqual(expect.arrayContaining([found[0]!.message.tokenHash, found[2]!.message.tokenHash]));
+    expect(found[0]!.message.tokenHash).not.toBe(found[2]!.message.tokenHash);
+    expect(found[1]!.message.tokenHash).toBeNull();
+    const claimedA = found[0]!;
+    expect(claimedA.claimed && claimedA.task).toMatchObject({ id: a.taskId, state: 'RUNNING', attempts: 1, updatedAt: T0 + 3 });
+    expect(await store.read((tx) => tx.tasks.get(spaceId, b.taskId!))).toMatchObject({ state: 'RUNNING', attempts: 1 });
+    expect(await store.read((tx) => tx.messages.get(spaceId, needy.messageId))).toMatchObject({ state: 'READY', attempt: 0 });
+    const rest = await batch(found.at(-1)!.message.seq, ['x', 'y']);
+    expect(rest.map((f) => [f.message.id, f.claimed])).toEqual([[c.messageId, true]]);
+    expect(await batch(0, ['z'])).toEqual([{ message: expect.objectContaining({ id: needy.messageId }), claimed: false }]);
+  });
+
+  it('getByDeliveries answers the tasks of the named deliveries', async () => {
+    const a = await deliver(null);
+    const b = await deliver(null);
+    const plain = await deliver(null, true);
+    const tasks = await store.read((tx) => tx.tasks.getByDeliveries(spaceId, [b.messageId, plain.messageId, a.messageId, randomUUID()]));
+    expect(tasks.map((t) => t.id).sort()).toEqual([a.taskId!, b.taskId!].sort());
+  });
+
   it('claimCandidate moves the claimed delivery\'s task to RUNNING in the same step, and leaves an ended task as it is', async () => {
     const live = await deliver(null);
     const ended = await deliver(null);

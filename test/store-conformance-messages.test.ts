@@ -120,6 +120,34 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     });
   });
 
+  it('claimMany claims up to N oldest READY messages in seq order, each with its own token hash', async () => {
+    const scope = randomUUID();
+    const { box, ids } = await seed(5, scope);
+    const first = await store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope), tokenHashes: ['t1', 't2', 't3'] }));
+    expect(first.map((m) => m.id)).toEqual(ids.slice(0, 3));
+    expect(first.map((m) => [m.state, m.attempt, m.holder])).toEqual([['CLAIMED', 1, 'h'], ['CLAIMED', 1, 'h'], ['CLAIMED', 1, 'h']]);
+    expect(first.map((m) => m.tokenHash).sort()).toEqual(['t1', 't2', 't3']);
+    const rest = await store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope), tokenHashes: ['a', 'b', 'c'] }));
+    expect(rest.map((m) => m.id)).toEqual(ids.slice(3));
+    expect(await store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope), tokenHashes: ['z'] }))).toEqual([]);
+  });
+
+  it('concurrent claimMany calls take every message exactly once', async () => {
+    const scope = randomUUID();
+    const { box, ids } = await seed(20, scope);
+    const batches = await Promise.all(Array.from({ length: 6 }, (_, i) => store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope, { holder: `h${i}` }), tokenHashes: ['1', '2', '3', '4', '5'] }))));
+    expect(batches.flat().map((m) => m.id).sort()).toEqual([...ids].sort());
+  });
+
+  it('lockMany answers the named messages that exist, in id order, once each', async () => {
+    const scope = randomUUID();
+    const { ids } = await seed(3, scope);
+    const named = [ids[2]!, randomUUID(), ids[0]!, ids[2]!];
+    const locked = await store.transaction((tx) => tx.messages.lockMany(spaceId, named));
+    expect(locked.map((m) => m.id)).toEqual([ids[0]!, ids[2]!].sort());
+    expect(await store.transaction((tx) => tx.messages.lockMany(randomUUID(), ids))).toEqual([]);
+  });
+
   it('claims expired leases only, earliest first', async () => {
     const scope = randomUUID();
     const { box } = await seed(2, scope);

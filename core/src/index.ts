@@ -45,6 +45,8 @@ export * from './groups/model';
 export * from './groups/rules';
 export * as groups from './groups/service';
 export * as deliveries from './deliveries/lifecycle';
+export * as deliveryBatches from './deliveries/batch';
+export * from './batches/items';
 export { endedMembers, groupWaitOver, liveMembers } from './groups/views';
 export type { TaskGroupRepository } from './groups/repository';
 export type { TaskRepository } from './tasks/repository';

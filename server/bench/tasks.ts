@@ -23,6 +23,7 @@
  *   BENCH_TASKS_WORKERS=1,8,32      worker counts of `cycles` and `claims`
  *   BENCH_TASKS_WAKE_SAMPLES=300    BENCH_TASKS_WAKE_IDLE=4 (idle long-polling workers)
  *   BENCH_TASKS_DRAIN=20000         BENCH_TASKS_DRAIN_SUBMITTERS=16
+ *   BENCH_TASKS_DRAIN_BATCH=1       deliveries per admit-batch and complete-batch in the drain (1: the single routes)
  *   drain workers: --clients N (default 16)
  *   --seconds / --warmup: the measured window of `cycles` and `claims` (quick: 3 and 1)
  *
@@ -64,6 +65,8 @@ export interface Config {
   drainTasks: number;
   drainSubmitters: number;
   drainWorkers: number;
+  /** Deliveries per admit-batch and complete-batch in the drain; 1 drains with the single routes. */
+  drainBatch: number;
 }
 
 function envInt(name: string, fallback: number, min: number, max: number): number {
@@ -94,6 +97,7 @@ export function configOf(options: BenchOptions): Config {
     drainTasks: envInt('BENCH_TASKS_DRAIN', quick ? 2_000 : 20_000, 1, 100_000),
     drainSubmitters: envInt('BENCH_TASKS_DRAIN_SUBMITTERS', 16, 1, 256),
     drainWorkers: options.clients,
+    drainBatch: envInt('BENCH_TASKS_DRAIN_BATCH', 1, 1, 100),
   };
 }
 
@@ -196,7 +200,7 @@ type JobSpec =
   | { kind: 'cycles'; queue: Queue; workers: number; warmupSeconds: number; seconds: number; resources: Resources | null }
   | { kind: 'wake'; queue: Queue; idle: number; samples: number; waitMs: number }
   | { kind: 'submit'; queue: Queue; tasks: number; submitters: number }
-  | { kind: 'drain'; queue: Queue; tasks: number; workers: number };
+  | { kind: 'drain'; queue: Queue; tasks: number; workers: number; batch: number };
 
 export interface CyclesResult {
   measuredSeconds: number;
@@ -409,8 +413,51 @@ async function submitJob(client: Client, spec: Extract<JobSpec, { kind: 'submit'
   return { seconds: (performance.now() - t0) / 1000, done, emptyAdmits: 0, samples: latencies.toJSON(), problems };
 }
 
+/**
+ * The drain with batches of `spec.batch`: each worker admits up to that many with admit-batch
+ * (waitMs 0) and completes them with one complete-batch, until all `tasks` are claimed.
+ */
+async function batchDrainJob(client: Client, spec: Extract<JobSpec, { kind: 'drain' }>): Promise<RateResult> {
+  const { queue } = spec;
+  const latencies = new Latencies();
+  const problems = newProblems();
+  let claimed = 0;
+  let done = 0;
+  let emptyAdmits = 0;
+  const t0 = performance.now();
+  const loop = async (worker: number): Promise<void> => {
+    const session = randomUUID();
+    for (let n = 0; claimed < spec.tasks && problems.count < maxProblems; n++) {
+      try {
+        const a = performance.now();
+        const reply = await client.post('/tasks/admit-batch', [200, 204], { ...admitBody(queue, worker, session, 0), maxTasks: spec.batch }, `${queue.runId}-drain-admit-${worker}-${n}`);
+        latencies.add(reply.status === 200 ? 'admit' : 'admit204', performance.now() - a);
+        if (reply.status === 204) {
+          emptyAdmits++;
+          await sleep(1);
+          continue;
+        }
+        const admitted = reply.body.items as any[];
+        claimed += admitted.length;
+        for (const delivery of admitted) checkAdmitted(delivery, null);
+        const c = performance.now();
+        const completed = await client.post('/messages/complete-batch', [200], { items: admitted.map((d) => ({ messageId: d.messageId, token: d.token })) });
+        const acked = (completed.body.items as any[]).filter((i) => i.status === 200 && i.body?.state === 'ACKED').length;
+        if (acked !== admitted.length) throw new Problem(`complete-batch: ${admitted.length - acked} of ${admitted.length} items not ACKED: ${JSON.stringify(completed.body).slice(0, 400)}`, 200);
+        latencies.add('complete', performance.now() - c);
+        done += acked;
+      } catch (error) {
+        record(problems, error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: spec.workers }, (_, i) => loop(i)));
+  return { seconds: (performance.now() - t0) / 1000, done, emptyAdmits, samples: latencies.toJSON(), problems };
+}
+
 /** Workers admit (waitMs 0) and complete until all `tasks` are claimed; a 204 before then is retried. */
 async function drainJob(client: Client, spec: Extract<JobSpec, { kind: 'drain' }>): Promise<RateResult> {
+  if (spec.batch > 1) return batchDrainJob(client, spec);
   const { queue } = spec;
   const latencies = new Latencies();
   const problems = newProblems();
@@ -732,7 +779,7 @@ export async function runStore(kind: StoreKind, config: Config): Promise<StoreRe
         results.submit = submit;
         console.log(`  drain: submitted ${submit.done} tasks in ${fmt(submit.seconds, 2)} s = ${fmt(submit.done / submit.seconds)} submits/s (${config.drainSubmitters} clients)`);
         noteProblems('drain submit', submit.problems);
-        const drain = await runJob<RateResult>(target.endpoint, { kind: 'drain', queue, tasks: submit.done, workers: config.drainWorkers }, 1_800);
+        const drain = await runJob<RateResult>(target.endpoint, { kind: 'drain', queue, tasks: submit.done, workers: config.drainWorkers, batch: config.drainBatch }, 1_800);
         results.drain = drain;
         console.log(`  drain: ${drain.done} tasks admitted and completed in ${fmt(drain.seconds, 2)} s = ${fmt(drain.done / drain.seconds)} jobs/s (${config.drainWorkers} workers, ${drain.emptyAdmits} empty admits)`);
         noteProblems('drain', drain.problems);

@@ -12,6 +12,7 @@ import type { Task } from '../tasks/model';
 import { isoFromMs } from '../time';
 import { claimResources, Shortages } from './claims';
 import { maxCandidatesPerAdmit } from './model';
+import { maxKeptSavepoints } from '../batches/items';
 import { claimedView } from './views';
 
 /**
@@ -65,6 +66,84 @@ export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttem
   return { delivery: undefined, wakeTopics: [topicOf('mailbox', body.mailboxId), ...shortages.topics], retryAtMs: shortages.retryAtMs };
 }
 
+/** What one admit-batch try admitted, in FIFO order; when nothing, what the long poll waits on (as AdmitAttempt). */
+export interface AdmitManyAttempt {
+  deliveries: AdmittedDeliveryView[];
+  wakeTopics: string[];
+  retryAtMs: number | null;
+}
+
+/**
+ * admit-batch (decisions §8): admit's rule applied up to `maxTasks` times in one transaction, the
+ * oldest admissible deliveries first. Candidates come `maxTasks` at a time in one statement
+ * (claimCandidates): those that need nothing are claimed there, those with requirements are
+ * tried one by one as admit tries them, in seq order among the rest. At most `maxTasks` are
+ * asked for each time, so the batch never admits more. Every admission's events are appended in
+ * one statement. Examines at most maxCandidatesPerAdmit candidates beyond those it admits, and
+ * admits at most maxKeptSavepoints deliveries that claim resources (each keeps a savepoint).
+ */
+export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: number): Promise<AdmitManyAttempt> {
+  assert(Number.isInteger(maxTasks) && maxTasks >= 1, `admit-batch of ${maxTasks}`);
+  const base = {
+    spaceId: ctx.spaceId,
+    mailboxId: body.mailboxId,
+    holder: body.holder,
+    holderSession: body.holderSession,
+    leaseExpiresAt: leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
+    nowMs: ctx.nowMs,
+  };
+  const newTokens = (n: number) => Array.from({ length: n }, () => newToken(ctx.random));
+  let tokens = newTokens(maxTasks);
+  const [{ scopeIds }, first] = await together(
+    receivableMailbox(ctx.tx, ctx.spaceId, body.mailboxId, body.holder, body.scopeId),
+    ctx.tx.messages.claimCandidates({ ...base, scopeIds: [body.scopeId], tokenHashes: tokens.map((t) => t.tokenHash), afterSeq: 0, unlessGated: true }),
+  );
+  const ask = (afterSeq: number) => ctx.tx.messages.claimCandidates({ ...base, scopeIds, tokenHashes: tokens.map((t) => t.tokenHash), afterSeq });
+  let candidates = first.length > 0 || scopeIds.length === 1 ? first : await ask(0);
+  const shortages = new Shortages();
+  const deliveries: AdmittedDeliveryView[] = [];
+  const events: NewEvent[] = [];
+  let passedOver = 0;
+  // Each admission with resources keeps its savepoint (a subtransaction): past the cap the rest
+  // are passed over, as if short, and the batch answers what it has (batches/items.ts).
+  let kept = 0;
+  for (;;) {
+    // A claimed candidate carries one of the batch's token hashes; each with requirements takes one nobody took.
+    const unused = tokens.filter((t) => !candidates.some((c) => c.claimed && c.message.tokenHash === t.tokenHash));
+    for (const candidate of candidates) {
+      const token = candidate.claimed ? tokens.find((t) => t.tokenHash === candidate.message.tokenHash) : unused.pop();
+      assert(token !== undefined, `admit-batch: no token for candidate ${candidate.message.id}`);
+      const room = kept < maxKeptSavepoints;
+      const taken = candidate.claimed
+        ? await admittedDelivery(ctx, candidate.message, token.token, [], body.scopeId, { task: candidate.task })
+        : room
+          ? await admittedWithResources(ctx, candidate.message, { ...base, scopeIds, tokenHash: token.tokenHash }, shortages, token.token, body.scopeId)
+          : undefined;
+      if (!taken) {
+        passedOver++;
+        continue;
+      }
+      if (!candidate.claimed) kept++;
+      assert(taken.delivery.token === token.token, `admit-batch: candidate ${candidate.message.id} admitted with another token`);
+      deliveries.push(taken.delivery);
+      events.push(...taken.events);
+    }
+    const wanted = maxTasks - deliveries.length;
+    if (wanted === 0 || candidates.length < tokens.length || passedOver >= maxCandidatesPerAdmit || kept >= maxKeptSavepoints) break;
+    tokens = newTokens(wanted);
+    candidates = await ask(candidates.at(-1)!.message.seq);
+  }
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
+  if (deliveries.length > 0) return { deliveries, wakeTopics: [], retryAtMs: null };
+  return { deliveries, wakeTopics: [topicOf('mailbox', body.mailboxId), ...shortages.topics], retryAtMs: shortages.retryAtMs };
+}
+
+/** A candidate with requirements, tried as admit tries it: its admission, or undefined when a resource is short. */
+async function admittedWithResources(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages, token: string, scopeId: string) {
+  const delivery = await tryCandidate(ctx, candidate, request, shortages);
+  return delivery && admittedDelivery(ctx, delivery.message, token, delivery.events, scopeId, undefined, delivery.task);
+}
+
 /**
  * Claims a locked READY candidate with its resources inside a savepoint; undefined, with nothing
  * claimed and no resource lock kept, when one is short. A candidate needing as much of a
@@ -92,6 +171,21 @@ async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRe
  * was `loaded` under the candidate's lock), and the reply.
  */
 async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[], scopeId: string, movedWithClaim?: { task: Task | undefined }, loaded?: Task): Promise<AdmitAttempt> {
+  const { delivery, events } = await admittedDelivery(ctx, message, token, resourceEvents, scopeId, movedWithClaim, loaded);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
+  return { delivery, wakeTopics: [], retryAtMs: null };
+}
+
+/** admitted's reply and events, for a caller that appends the events of several admissions at once. */
+async function admittedDelivery(
+  ctx: OpContext,
+  message: Message,
+  token: string,
+  resourceEvents: NewEvent[],
+  scopeId: string,
+  movedWithClaim?: { task: Task | undefined },
+  loaded?: Task,
+): Promise<{ delivery: AdmittedDeliveryView; events: NewEvent[] }> {
   assert(message.state === 'CLAIMED' && message.taskId !== null, `admitted message ${message.id} is ${message.state}`);
   const claimed = claimedView(message.claimed);
   const claimedEvent: NewEvent = {
@@ -101,7 +195,7 @@ async function admitted(ctx: OpContext, message: Message, token: string, resourc
     scopeId: message.scopeId,
     data: { messageId: message.id, attempt: message.attempt, holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: scopeId, admitted: true, claimed },
   };
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message, movedWithClaim, loaded)).events]);
+  const events = [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message, movedWithClaim, loaded)).events];
   const delivery: AdmittedDeliveryView = {
     messageId: message.id,
     mailboxId: message.mailboxId,
@@ -113,5 +207,5 @@ async function admitted(ctx: OpContext, message: Message, token: string, resourc
     scopeId: message.scopeId,
     claimed,
   };
-  return { delivery, wakeTopics: [], retryAtMs: null };
+  return { delivery, events };
 }

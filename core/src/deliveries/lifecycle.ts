@@ -4,7 +4,8 @@ import { conflict } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
 import { releaseResources } from '../admission/claims';
 import * as groups from '../groups/service';
-import { checkPayloadSize, lockLease, messageEvent, receivableMailbox, send } from '../messages/service';
+import { checkLease, checkPayloadSize, lockLease, messageEvent, receivableMailbox, send } from '../messages/service';
+import type { PreloadedDelivery } from './preload';
 import { acked, cancelled, failedAttempt, leaseUntil, newToken } from '../messages/rules';
 import type { ClaimRequest, Message, MessageState } from '../messages/model';
 import { deliveryView } from '../messages/views';
@@ -98,9 +99,15 @@ export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): P
   return got && deliveryView(got.message, got.token);
 }
 
-/** lockLease, and the delivery's task read right behind the lock (together: one round trip). */
-async function lockDelivery(ctx: OpContext, messageId: string, token: string): Promise<{ message: Message; task: Task | undefined }> {
-  const [message, task] = await together(lockLease(ctx, messageId, token), ctx.tx.tasks.getByDelivery(ctx.spaceId, messageId));
+/**
+ * lockLease, and the delivery's task read right behind the lock (together: one round trip); or,
+ * in a batch, the same checks on the delivery and task as the batch locked and read them
+ * (deliveries/preload.ts).
+ */
+async function lockDelivery(ctx: OpContext, messageId: string, token: string, preloaded?: PreloadedDelivery): Promise<{ message: Message; task: Task | undefined }> {
+  const [message, task] = preloaded
+    ? [checkLease(ctx, messageId, preloaded.message, token), preloaded.task]
+    : await together(lockLease(ctx, messageId, token), ctx.tx.tasks.getByDelivery(ctx.spaceId, messageId));
   assert((task === undefined) === (message.taskId === null), `message ${messageId}: its task ${message.taskId} is not the task read with it`);
   return { message, task };
 }
@@ -109,9 +116,9 @@ async function lockDelivery(ctx: OpContext, messageId: string, token: string): P
  * ACKED, with the optional result recorded on the message in the same transaction; a result
  * naming mailboxId and scopeId is also sent there (as a send: backlogLimit and workKey apply).
  */
-export async function complete(ctx: OpContext, messageId: string, body: CompleteBody): Promise<CompleteReply> {
+export async function complete(ctx: OpContext, messageId: string, body: CompleteBody, preloaded?: PreloadedDelivery): Promise<CompleteReply> {
   if (body.result?.payload !== undefined) checkPayloadSize('result.payload', body.result.payload, ctx.limits.maxPayloadBytes);
-  const { message, task } = await lockDelivery(ctx, messageId, body.token);
+  const { message, task } = await lockDelivery(ctx, messageId, body.token, preloaded);
   const result = body.result ?? null;
   const next = acked(message, result, ctx.nowMs);
   await ctx.tx.messages.update(next);
@@ -132,8 +139,8 @@ export async function complete(ctx: OpContext, messageId: string, body: Complete
 }
 
 /** Gives the message back: READY when retry is asked and attempts remain, else DEAD. */
-export async function nack(ctx: OpContext, messageId: string, body: NackBody): Promise<NackReply> {
-  const { message, task } = await lockDelivery(ctx, messageId, body.token);
+export async function nack(ctx: OpContext, messageId: string, body: NackBody, preloaded?: PreloadedDelivery): Promise<NackReply> {
+  const { message, task } = await lockDelivery(ctx, messageId, body.token, preloaded);
   const next = await failAttempt(
     ctx,
     message,

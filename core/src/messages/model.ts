@@ -96,6 +96,20 @@ export interface CandidateRequest extends ClaimRequest {
 }
 
 /**
+ * A batch claim (recv-batch, admit-batch): ClaimRequest with one token hash per delivery it may
+ * claim; each claimed row gets a different one, in no particular order (the caller finds a
+ * row's token by its hash). Its length is the limit.
+ */
+export interface BatchClaimRequest extends Omit<ClaimRequest, 'tokenHash'> {
+  tokenHashes: readonly string[];
+}
+
+/** An admit-batch's claim: the oldest READY task deliveries after `afterSeq`. */
+export interface CandidatesRequest extends BatchClaimRequest {
+  afterSeq: number;
+}
+
+/**
  * What claimCandidate found: a delivery claimed at once, with its task moved to RUNNING in the
  * same step (undefined when the task had ended: it stays as it is), or one with requirements,
  * locked and still READY.

@@ -1,4 +1,4 @@
-import type { Candidate, CandidateRequest, ClaimRequest, LiveCounts, Mailbox, Message, MessageListPosition, MessageState, NewMessage, SendTarget } from './model';
+import type { BatchClaimRequest, Candidate, CandidateRequest, CandidatesRequest, ClaimRequest, LiveCounts, Mailbox, Message, MessageListPosition, MessageState, NewMessage, SendTarget } from './model';
 import type { LockOptions } from '../store/lock-options';
 
 export interface MailboxRepository {
@@ -34,6 +34,12 @@ export interface MessageRepository {
    */
   insert(message: NewMessage): Promise<void>;
   get(spaceId: string, id: string, options?: LockOptions): Promise<Message | undefined>;
+  /**
+   * The messages of `ids` that exist, locked for this transaction in id order (the lock order
+   * among messages) and answered in id order: the deliveries a complete-, nack- or renew-batch
+   * names, locked in one statement.
+   */
+  lockMany(spaceId: string, ids: readonly string[]): Promise<Message[]>;
   getByWorkKey(spaceId: string, mailboxId: string, workKey: string): Promise<Message | undefined>;
   update(message: Message): Promise<void>;
   /** Messages of a mailbox in seq order after `after` (exclusive), in any of `states` (any state when null). */
@@ -60,6 +66,19 @@ export interface MessageRepository {
    * claim it with update. One statement in SQL: lock order message, then task.
    */
   claimCandidate(request: CandidateRequest): Promise<Candidate | undefined>;
+  /**
+   * claimNext for up to `tokenHashes.length` messages at once (recv-batch): the oldest READY ones
+   * of the mailbox and scopes, in seq order, each with its own token hash. One statement in SQL.
+   */
+  claimMany(request: BatchClaimRequest): Promise<Message[]>;
+  /**
+   * claimCandidate for up to `tokenHashes.length` task deliveries at once (admit-batch): the
+   * oldest READY ones after `afterSeq`, in seq order; each without requirements is claimed (with
+   * one of the hashes) and its task moved, each with requirements only locked. One
+   * statement in SQL. At most that many are answered, so an admit-batch that admits every one
+   * never passes its maxTasks.
+   */
+  claimCandidates(request: CandidatesRequest): Promise<Candidate[]>;
   /**
    * CLAIMED messages of any space whose lease ran out at or before `nowMs`, locked for this
    * transaction, earliest expiry first. Rows another server (or a complete) holds are skipped.

@@ -243,7 +243,11 @@ function sameSend(prior: Message, body: SendRequest): NewMessage {
 
 /** Locks the message and checks that `token` is its live claim: LEASE_LOST otherwise. */
 export async function lockLease(ctx: OpContext, messageId: string, token: string): Promise<Message> {
-  const message = await ctx.tx.messages.get(ctx.spaceId, messageId, { forUpdate: true });
+  return checkLease(ctx, messageId, await ctx.tx.messages.get(ctx.spaceId, messageId, { forUpdate: true }), token);
+}
+
+/** lockLease's check on `message` (undefined: none of that id), read under its row lock. */
+export function checkLease(ctx: OpContext, messageId: string, message: Message | undefined, token: string): Message {
   if (!message) throw notFound('message');
   if (!holdsLease(message, token, ctx.nowMs)) {
     const why = message.state === 'CLAIMED' ? 'the lease expired or the message was claimed again' : `the message is ${message.state}`;
@@ -256,9 +260,10 @@ export async function lockLease(ctx: OpContext, messageId: string, token: string
  * Extends the lease to now + leaseSeconds. Emits message.lease_renewed: leaseExpiresAt is
  * visible in the message list, and decisions §7 wants an event for every observable change;
  * the price is that a recv long-polling the mailbox wakes, finds nothing and waits again.
+ * `preloaded` is the message as a renew-batch locked it (deliveries/preload.ts).
  */
-export async function renew(ctx: OpContext, messageId: string, body: RenewBody): Promise<RenewReply> {
-  const message = await lockLease(ctx, messageId, body.token);
+export async function renew(ctx: OpContext, messageId: string, body: RenewBody, preloaded?: { message: Message | undefined }): Promise<RenewReply> {
+  const message = preloaded ? checkLease(ctx, messageId, preloaded.message, body.token) : await lockLease(ctx, messageId, body.token);
   const next = renewed(message, leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds), ctx.nowMs);
   await ctx.tx.messages.update(next);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(next, eventTypes.messageLeaseRenewed, { leaseExpiresAt: isoFromMs(next.leaseExpiresAt!) })]);

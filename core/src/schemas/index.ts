@@ -10,3 +10,4 @@ export * from './tasks';
 export * from './admission';
 export * from './limits';
 export * from './groups';
+export * from './batches';

@@ -19,6 +19,8 @@ export interface TaskRepository {
    * until commit; sent in the same pipeline as that lock, it costs no round trip of its own.
    */
   getByDelivery(spaceId: string, messageId: string): Promise<Task | undefined>;
+  /** getByDelivery for several deliveries in one statement: the tasks whose delivery is one of `messageIds`. */
+  getByDeliveries(spaceId: string, messageIds: readonly string[]): Promise<Task[]>;
   update(task: Task): Promise<void>;
   /**
    * Moves a PENDING or RUNNING task as its delivery moves (claim, complete, failed attempt): the

@@ -14,6 +14,7 @@ import { mailboxRoutes } from './routes/mailboxes';
 import { taskRoutes } from './routes/tasks';
 import { groupRoutes } from './routes/groups';
 import { admissionRoutes } from './routes/admission';
+import { batchRoutes } from './routes/batches';
 import { limitRoutes } from './routes/limits';
 import { poolRoutes } from './routes/pools';
 import { spaceScope } from './space-scope';
@@ -61,6 +62,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
       await v1.register(mailboxRoutes(deps));
       await v1.register(taskRoutes(deps));
       await v1.register(admissionRoutes(deps));
+      await v1.register(batchRoutes(deps));
       await v1.register(groupRoutes(deps));
       await v1.register(limitRoutes(deps));
       await v1.register(eventRoutes(deps));

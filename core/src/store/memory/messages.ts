@@ -1,5 +1,5 @@
 import { assert } from '../../assert';
-import type { ClaimRequest, LiveCounts, Mailbox, Message } from '../../messages/model';
+import type { Candidate, ClaimRequest, LiveCounts, Mailbox, Message } from '../../messages/model';
 import { assertMessage, claim } from '../../messages/rules';
 import type { MailboxRepository, MessageRepository } from '../../messages/repository';
 import { plantedBugs } from '../../planted-bugs';
@@ -40,7 +40,7 @@ export function memoryMessages(
     return { mailbox: Math.min(caps.mailbox, live.filter((m) => m.mailboxId === mailboxId).length), space: Math.min(caps.space, live.length) };
   };
   /** An unlessGated claim finds nothing when a gate scope lies below its scope. */
-  const gated = (c: ClaimRequest): boolean => {
+  const gated = (c: Pick<ClaimRequest, 'spaceId' | 'scopeIds' | 'unlessGated'>): boolean => {
     if (c.unlessGated !== true) return false;
     assert(c.scopeIds.length === 1, `an unlessGated claim names ${c.scopeIds.length} scopes`);
     return scopeSubtree(c.spaceId, c.scopeIds[0]!).length > 1;
@@ -78,6 +78,11 @@ export function memoryMessages(
         write({ ...m, seq: ++lastSeq });
       },
       get: async (spaceId, id, options) => (lock(options), messages.get(key(spaceId, id))),
+      lockMany: async (spaceId, ids) =>
+        [...new Set(ids)]
+          .sort()
+          .map((id) => messages.get(key(spaceId, id)))
+          .filter((m): m is Message => m !== undefined),
       getByWorkKey: async (spaceId, mailboxId, workKey) => structuredClone(select((m) => m.spaceId === spaceId && m.mailboxId === mailboxId && m.workKey === workKey)[0]),
       update: async (m) => {
         const prior = messages.get(key(m.spaceId, m.id));
@@ -102,6 +107,26 @@ export function memoryMessages(
         const claimed = write(claim(oldest, c));
         const task = await moveTask(c.spaceId, claimed.taskId!, { state: 'RUNNING', attempts: claimed.attempt, outcome: null, failureReason: null, updatedAt: c.nowMs });
         return { message: claimed, claimed: true, task };
+      },
+      claimMany: async (c) => {
+        if (gated(c)) return [];
+        const ready = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && m.state === 'READY');
+        return ready.slice(0, c.tokenHashes.length).map((m, k) => write(claim(m, { ...c, tokenHash: c.tokenHashes[k]! })));
+      },
+      claimCandidates: async (c) => {
+        if (gated(c)) return [];
+        const ready = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && m.taskId !== null && m.state === 'READY' && m.seq > c.afterSeq);
+        const found: Candidate[] = [];
+        for (const [k, m] of ready.slice(0, c.tokenHashes.length).entries()) {
+          if (m.requirements !== null) {
+            found.push({ message: m, claimed: false });
+            continue;
+          }
+          const claimed = write(claim(m, { ...c, tokenHash: c.tokenHashes[k]! }));
+          const task = await moveTask(c.spaceId, claimed.taskId!, { state: 'RUNNING', attempts: claimed.attempt, outcome: null, failureReason: null, updatedAt: c.nowMs });
+          found.push({ message: claimed, claimed: true, task });
+        }
+        return found;
       },
       claimExpired: async (nowMs, limit) =>
         [...messages.scan()]

@@ -42,6 +42,15 @@ export function memoryTasks(
         const taskId = await taskOfDelivery(spaceId, messageId);
         return taskId ? tasks.get(key(spaceId, taskId)) : undefined;
       },
+      getByDeliveries: async (spaceId, messageIds) => {
+        const found: Task[] = [];
+        for (const messageId of new Set(messageIds)) {
+          const taskId = await taskOfDelivery(spaceId, messageId);
+          const task = taskId ? tasks.get(key(spaceId, taskId)) : undefined;
+          if (task) found.push(task);
+        }
+        return found;
+      },
       moveLive: async (spaceId, id, move) => {
         const task = tasks.get(key(spaceId, id));
         if (!task || isTerminalTask(task.state)) return undefined;

@@ -1,4 +1,4 @@
-import { assert, assertMailbox, assertMessage, type ClaimRequest, type Mailbox, type MailboxRepository, type Message, type MessageRepository } from '@baton/core';
+import { assert, assertMailbox, assertMessage, type Candidate, type ClaimRequest, type Mailbox, type MailboxRepository, type Message, type MessageRepository } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextArray, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
@@ -11,6 +11,21 @@ type Row = Record<string, unknown>;
 const movedColumns = taskColumns.split(', ').map((col) => `moved.${col} AS t_${col}`).join(', ');
 const noMovedColumns = taskColumns.split(', ').map((col) => `NULL AS t_${col}`).join(', ');
 const movedTask = (row: Row): Row => Object.fromEntries(taskColumns.split(', ').map((col) => [col, row[`t_${col}`]]));
+
+/**
+ * The `moved` step of a candidate claim: the tasks of the `taken` rows to RUNNING as moveLive
+ * moves them (attempts: the claim's attempt, updatedAt: $8), an ended task left as it is.
+ */
+const moveClaimedTasks = `UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
+             FROM taken WHERE t.space_id = $1 AND t.id = taken.task_id AND t.state IN ('PENDING', 'RUNNING')
+             RETURNING ${taskColumns.split(', ').map((col) => `t.${col}`).join(', ')}`;
+
+/** A candidate claim's row: claimed, with its moved task (t_ columns, NULL when the task had ended), or only locked. */
+function toCandidate(row: Row): Candidate {
+  const message = toMessage(row);
+  if (row.taken !== true) return { message, claimed: false };
+  return { message, claimed: true, task: row.t_id === null ? undefined : toTask(movedTask(row)) };
+}
 
 const mailboxColumns = 'space_id, id, name, mode, recipient_id, backlog_limit, created_at, updated_at';
 
@@ -40,7 +55,7 @@ const scopeMatch = (scopeIds: readonly string[]): string => (scopeIds.length ===
  * An unlessGated claim's condition (ClaimRequest.unlessGated): no task group below the one scope
  * $3. A group whose scope is $3 itself adds no scope below it, as in getForClaim's walk.
  */
-const ungated = (c: ClaimRequest): string => {
+const ungated = (c: Pick<ClaimRequest, 'scopeIds' | 'unlessGated'>): string => {
   if (c.unlessGated !== true) return '';
   assert(c.scopeIds.length === 1, `an unlessGated claim names ${c.scopeIds.length} scopes`);
   return ' AND NOT EXISTS (SELECT 1 FROM task_groups g WHERE g.space_id = $1 AND g.parent_scope_id = $3 AND g.scope_id <> $3)';
@@ -192,6 +207,10 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       const [row] = await q.query<Row>(`SELECT ${messageColumns} FROM messages WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
       return row && toMessage(row);
     },
+    async lockMany(spaceId, ids) {
+      const rows = await q.query<Row>(`SELECT ${messageColumns} FROM messages WHERE space_id = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`, [spaceId, [...new Set(ids)]]);
+      return rows.map(toMessage);
+    },
     async getByWorkKey(spaceId, mailboxId, workKey) {
       const [row] = await q.query<Row>(`SELECT ${messageColumns} FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND work_key = $3`, [spaceId, mailboxId, workKey]);
       return row && toMessage(row);
@@ -254,11 +273,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
              UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
              FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
              RETURNING ${qualified('m')}
-           ), moved AS (
-             UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
-             FROM taken WHERE t.space_id = $1 AND t.id = taken.task_id AND t.state IN ('PENDING', 'RUNNING')
-             RETURNING ${taskColumns.split(', ').map((col) => `t.${col}`).join(', ')}
-           )
+           ), moved AS (${moveClaimedTasks})
            SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON true
            UNION ALL
            SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
@@ -267,10 +282,51 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       );
       const [row] = rows;
       assert(rows.length <= 1, `claimCandidate answered ${rows.length} rows`);
-      if (!row) return undefined;
-      const message = toMessage(row);
-      if (row.taken !== true) return { message, claimed: false };
-      return { message, claimed: true, task: row.t_id === null ? undefined : toTask(movedTask(row)) };
+      return row && toCandidate(row);
+    },
+    async claimMany(c) {
+      // claimNext for up to N rows: `picked` locks the oldest READY ones (SKIP LOCKED), and each
+      // gets one of the token hashes. Numbered in no particular order: ordering them would need a
+      // sort, which this claim's enable_sort = off prices out of every plan (the caller finds each
+      // row's token by its hash).
+      const rows = await inSeqOrder(q, c.scopeIds, () =>
+        q.query<Row>(
+          `WITH picked AS (
+             SELECT id, seq FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
+             ORDER BY seq LIMIT $9 FOR UPDATE SKIP LOCKED
+           ), numbered AS (SELECT id, row_number() OVER () AS k FROM picked)
+           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+           FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.state = 'READY'
+           RETURNING ${qualified('m')}`,
+          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.tokenHashes.length],
+        ),
+      );
+      return rows.map(toMessage).sort((a, b) => a.seq - b.seq);
+    },
+    async claimCandidates(c) {
+      // claimCandidate for up to N rows, in one statement: `candidate` locks the oldest READY task
+      // deliveries after afterSeq, `taken` claims those that need nothing (each with one of the
+      // token hashes, as claimMany), `moved` moves their tasks; the final SELECT answers the claimed
+      // rows with their moved tasks and the locked ones with requirements as they were.
+      const rows = await inSeqOrder(q, c.scopeIds, () =>
+        q.query<Row & { taken: unknown; t_id: unknown }>(
+          `WITH candidate AS (
+             SELECT id, seq FROM messages
+             WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
+             ORDER BY seq LIMIT $10 FOR UPDATE SKIP LOCKED
+           ), numbered AS (SELECT id, row_number() OVER () AS k FROM candidate
+           ), taken AS (
+             UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+             FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.requirements IS NULL
+             RETURNING ${qualified('m')}
+           ), moved AS (${moveClaimedTasks})
+           SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON moved.id = taken.task_id
+           UNION ALL
+           SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN numbered ON m.space_id = $1 AND m.id = numbered.id WHERE m.requirements IS NOT NULL`,
+          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq, c.tokenHashes.length],
+        ),
+      );
+      return rows.map(toCandidate).sort((a, b) => a.message.seq - b.message.seq);
     },
     async claimExpired(nowMs, limit) {
       const rows = await q.query<Row>(

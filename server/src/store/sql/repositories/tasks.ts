@@ -76,6 +76,13 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
       assertTask(t);
       await writeOne(q, `UPDATE tasks SET state = $3, attempts = $4, outcome = $5::jsonb, failure_reason = $6, message_id = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING 1`, [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt)], `update of missing task ${t.id}`);
     },
+    async getByDeliveries(spaceId, messageIds) {
+      const rows = await q.query<Row>(
+        `SELECT ${taskColumns} FROM tasks WHERE space_id = $1 AND id IN (SELECT task_id FROM messages WHERE space_id = $1 AND id = ANY($2::text[]) AND task_id IS NOT NULL)`,
+        [spaceId, [...new Set(messageIds)]],
+      );
+      return rows.map(toTask);
+    },
     async getByDelivery(spaceId, messageId) {
       const [row] = await q.query<Row>(
         `SELECT ${taskColumns} FROM tasks WHERE space_id = $1 AND id = (SELECT task_id FROM messages WHERE space_id = $1 AND id = $2)`,

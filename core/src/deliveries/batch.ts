@@ -1,0 +1,82 @@
+import { assert } from '../assert';
+import { eachItem, type ItemOutcome } from '../batches/items';
+import type { OpContext } from '../context';
+import { eventTypes, type NewEvent } from '../events/model';
+import { leaseUntil, newToken } from '../messages/rules';
+import { messageEvent, receivableMailbox, renew } from '../messages/service';
+import { deliveryView } from '../messages/views';
+import type { CompleteBody, CompleteReply, DeliveryView, NackBody, NackReply, RecvBody, RenewBody, RenewReply } from '../schemas/messages';
+import { together } from '../store/together';
+import * as tasks from '../tasks/service';
+import { isoFromMs } from '../time';
+import { complete, nack } from './lifecycle';
+import { PreloadedDeliveries } from './preload';
+
+/**
+ * The batch twins of the delivery routes (decisions §8): each item exactly as its single route
+ * would answer it, in order, each all or nothing by itself (batches/items.ts). What a batch
+ * saves is round trips: the deliveries it names are locked and read in one, up front
+ * (deliveries/preload.ts), and every item's writes ride with the commit.
+ */
+
+export type Addressed<T> = T & { messageId: string };
+
+/** complete-batch. Only an item publishing its result to a mailbox can fail after it wrote (that send's limits). */
+export async function completeMany(ctx: OpContext, items: readonly Addressed<CompleteBody>[]): Promise<ItemOutcome<CompleteReply>[]> {
+  const preloaded = await PreloadedDeliveries.load(ctx, items.map((i) => i.messageId));
+  return eachItem(ctx, items, (item) => item.result?.mailboxId !== undefined, (item) => complete(ctx, item.messageId, item, preloaded.take(item.messageId)));
+}
+
+/** nack-batch. */
+export async function nackMany(ctx: OpContext, items: readonly Addressed<NackBody>[]): Promise<ItemOutcome<NackReply>[]> {
+  const preloaded = await PreloadedDeliveries.load(ctx, items.map((i) => i.messageId));
+  return eachItem(ctx, items, () => false, (item) => nack(ctx, item.messageId, item, preloaded.take(item.messageId)));
+}
+
+/** renew-batch: a renew touches only its message, so no task is read. */
+export async function renewMany(ctx: OpContext, items: readonly Addressed<RenewBody>[]): Promise<ItemOutcome<RenewReply>[]> {
+  const preloaded = await PreloadedDeliveries.load(ctx, items.map((i) => i.messageId), false);
+  return eachItem(ctx, items, () => false, (item) => renew(ctx, item.messageId, item, preloaded.take(item.messageId)));
+}
+
+/**
+ * One recv-batch attempt: up to `maxMessages` of the oldest READY messages, in FIFO order (recv's
+ * rule applied that many times), each with its own token; empty when none is free (the route
+ * long-polls). Two round trips as recv: the claim rides with the mailbox read unless gate scopes
+ * lie below the scope; a third only when task deliveries were claimed (their tasks are read
+ * together, and moved by writes that ride with the commit).
+ */
+export async function recvMany(ctx: OpContext, mailboxId: string, body: RecvBody, maxMessages: number): Promise<DeliveryView[]> {
+  const tokens = Array.from({ length: maxMessages }, () => newToken(ctx.random));
+  const request = {
+    spaceId: ctx.spaceId,
+    mailboxId,
+    scopeIds: [body.scopeId],
+    holder: body.holder,
+    holderSession: body.holderSession,
+    tokenHashes: tokens.map((t) => t.tokenHash),
+    leaseExpiresAt: leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
+    nowMs: ctx.nowMs,
+  };
+  const [{ scopeIds }, first] = await together(
+    receivableMailbox(ctx.tx, ctx.spaceId, mailboxId, body.holder, body.scopeId),
+    ctx.tx.messages.claimMany({ ...request, unlessGated: true }),
+  );
+  const messages = first.length > 0 || scopeIds.length === 1 ? first : await ctx.tx.messages.claimMany({ ...request, scopeIds });
+  const taskIds = messages.filter((m) => m.taskId !== null).map((m) => m.id);
+  const loaded = new Map((taskIds.length === 0 ? [] : await ctx.tx.tasks.getByDeliveries(ctx.spaceId, taskIds)).map((t) => [t.id, t]));
+  const events: NewEvent[] = [];
+  const views: DeliveryView[] = [];
+  for (const message of messages) {
+    const k = request.tokenHashes.indexOf(message.tokenHash!);
+    assert(k >= 0, `claimed message ${message.id} carries no token of this batch`);
+    const task = message.taskId === null ? undefined : loaded.get(message.taskId);
+    events.push(
+      messageEvent(message, eventTypes.messageClaimed, { holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: body.scopeId }),
+      ...(await tasks.onClaimed(ctx, message, undefined, task)).events,
+    );
+    views.push(deliveryView(message, tokens[k]!.token));
+  }
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
+  return views;
+}

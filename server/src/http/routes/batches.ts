@@ -1,0 +1,129 @@
+import { admission, deliveryBatches, schemas, topicOf, type BatonError, type ItemOutcome } from '@baton/core';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { AppDeps } from '../deps';
+import { errorTable } from '../error-status';
+import { longPoll, longPollOn } from '../long-poll';
+import { attemptOperation, sendOutcome, type Outcome } from '../operation';
+import { errorReplies } from './schema-helpers';
+
+const write = { access: { anyOf: ['coordination_write' as const] } };
+
+/**
+ * The batch twins of the hot routes (decisions §8; core/src/deliveries/batch.ts,
+ * core/src/admission/service.ts admitMany). One transaction and one Idempotency-Key for the whole
+ * batch, which a replay answers whole; each item all or nothing by itself and answered with the
+ * status and body of its single route.
+ */
+export function batchRoutes(deps: AppDeps) {
+  return async (plain: FastifyInstance): Promise<void> => {
+    const app = plain.withTypeProvider<ZodTypeProvider>();
+
+    app.post('/tasks/admit-batch', {
+      config: write,
+      schema: {
+        tags: ['tasks', 'batches'],
+        description:
+          "POST /tasks/admit's rule applied up to maxTasks times in one transaction: the oldest admissible deliveries, each with the resources its task requires. 200 with 1 to maxTasks admitted deliveries in FIFO order; 204 when none is admissible after waitMs (a long poll answers as soon as one is). At most 48 of one call's admissions claim resources (each keeps a PostgreSQL subtransaction); the rest wait for the next call.",
+        params: schemas.spaceParams,
+        headers: schemas.idempotencyHeaders,
+        body: schemas.admitBatchBody,
+        response: { 200: schemas.admitBatchReply, ...errorReplies(409, 422) },
+      },
+    }, async (request, reply) => {
+      let wake = { topics: [] as string[], atMs: null as number | null };
+      const attempt = (): Promise<Outcome> =>
+        attemptOperation(
+          deps,
+          request,
+          true,
+          async (ctx) => {
+            const result = await admission.admitMany(ctx, request.body, request.body.maxTasks);
+            wake = { topics: result.wakeTopics, atMs: result.retryAtMs };
+            return result.deliveries.length > 0 ? { statusCode: 200, body: { items: result.deliveries } } : { statusCode: 204, body: undefined };
+          },
+          (result) => result.statusCode !== 204,
+        );
+      const outcome = await longPollOn(deps, request.body.waitMs, attempt, (o) => o.statusCode !== 204, () => wake, [topicOf('mailbox', request.body.mailboxId)]);
+      return sendOutcome(reply, outcome);
+    });
+
+    app.post('/mailboxes/:id/recv-batch', {
+      config: write,
+      schema: {
+        tags: ['mailboxes', 'batches'],
+        description:
+          "POST /mailboxes/{id}/recv's rule applied up to maxMessages times in one transaction: 200 with 1 to maxMessages claimed messages in FIFO order, each with its own token; 204 when none is READY after waitMs (a long poll answers as soon as one is).",
+        params: schemas.idParams,
+        headers: schemas.idempotencyHeaders,
+        body: schemas.recvBatchBody,
+        response: { 200: schemas.recvBatchReply, ...errorReplies(409, 422) },
+      },
+    }, async (request, reply) => {
+      const attempt = () =>
+        attemptOperation(
+          deps,
+          request,
+          false,
+          async (ctx) => {
+            const claimed = await deliveryBatches.recvMany(ctx, request.params.id, request.body, request.body.maxMessages);
+            return claimed.length > 0 ? { statusCode: 200, body: { items: claimed } } : { statusCode: 204, body: undefined };
+          },
+          (result) => result.statusCode !== 204,
+        );
+      const outcome = await longPoll(deps, topicOf('mailbox', request.params.id), request.body.waitMs, attempt, (o) => o.statusCode !== 204);
+      return sendOutcome(reply, outcome);
+    });
+
+    const deliveryBatch = (single: string) => ({
+      tags: ['mailboxes', 'batches'],
+      description: `POST /messages/{id}/${single} for each item, in order, in one transaction: each item all or nothing by itself, answered with the status and body its single route would have given (one LEASE_LOST does not fail its neighbours). 200 whenever the batch itself is valid.`,
+      params: schemas.spaceParams,
+      headers: schemas.idempotencyHeaders,
+    });
+    const runBatch = async (request: Parameters<typeof attemptOperation>[1], reply: FastifyReply, apply: (ctx: Parameters<Parameters<typeof attemptOperation>[3]>[0]) => Promise<ItemReply[]>) =>
+      sendItems(reply, await attemptOperation(deps, request, false, async (ctx) => ({ statusCode: 200, body: { items: await apply(ctx) } })));
+
+    app.post('/messages/complete-batch', {
+      config: write,
+      schema: { ...deliveryBatch('complete'), body: schemas.completeBatchBody, response: { 200: schemas.completeBatchReply, ...errorReplies(409, 413, 422) } },
+    }, async (request, reply) => runBatch(request, reply, async (ctx) => itemReplies(request.body.items, await deliveryBatches.completeMany(ctx, request.body.items))));
+
+    app.post('/messages/nack-batch', {
+      config: write,
+      schema: { ...deliveryBatch('nack'), body: schemas.nackBatchBody, response: { 200: schemas.nackBatchReply, ...errorReplies(409, 422) } },
+    }, async (request, reply) => runBatch(request, reply, async (ctx) => itemReplies(request.body.items, await deliveryBatches.nackMany(ctx, request.body.items))));
+
+    app.post('/messages/renew-batch', {
+      config: write,
+      schema: { ...deliveryBatch('renew'), body: schemas.renewBatchBody, response: { 200: schemas.renewBatchReply, ...errorReplies(409, 422) } },
+    }, async (request, reply) => runBatch(request, reply, async (ctx) => itemReplies(request.body.items, await deliveryBatches.renewMany(ctx, request.body.items))));
+  };
+}
+
+/** One item of a delivery batch's reply. An error body is stored without a requestId: sendItems adds the replying request's. */
+interface ItemReply {
+  messageId: string;
+  status: number;
+  body: unknown;
+}
+
+function itemReplies<T>(items: readonly { messageId: string }[], outcomes: readonly ItemOutcome<T>[]): ItemReply[] {
+  return outcomes.map((outcome, i) => ({ messageId: items[i]!.messageId, ...(outcome.ok ? { status: 200, body: outcome.value } : itemError(outcome.error)) }));
+}
+
+function itemError(error: BatonError): { status: number; body: unknown } {
+  return { status: errorTable[error.code].status, body: { error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } } };
+}
+
+/** sendOutcome, with each failed item's error naming this request, as its single route's reply would (decisions §3). */
+function sendItems(reply: FastifyReply, outcome: Outcome): FastifyReply {
+  const body = outcome.body as { items?: ItemReply[] } | undefined;
+  if (outcome.statusCode !== 200 || !body?.items) return sendOutcome(reply, outcome);
+  const requestId = reply.request.id;
+  const items = body.items.map((item) => {
+    const failed = item.body as { error?: object };
+    return failed?.error ? { ...item, body: { error: { ...failed.error, requestId } } } : item;
+  });
+  return sendOutcome(reply, { ...outcome, body: { items } });
+}
