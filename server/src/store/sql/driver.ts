@@ -4,7 +4,7 @@
  * parsed them; server/src/store/sql/codec.ts turns them into domain values in one place.
  */
 
-export type SqlParam = string | number | boolean | null | readonly string[];
+export type SqlParam = string | number | boolean | null | readonly string[] | readonly (string | number | null)[];
 
 export interface SqlQueryable {
   /** One statement with $1.. parameters (extended protocol). */

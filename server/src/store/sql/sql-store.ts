@@ -1,5 +1,6 @@
 import { assert, InvariantViolation, maxRacedAttempts, racedTooOften, TransactionRaced, type Store, type Tx } from '@baton/core';
 import type { SqlDriver } from './driver';
+import { CoalescingQueryable } from './coalesced-writes';
 import { sqlRepositories } from './repositories/index';
 
 /** Tables that fill from nothing to many thousands of rows in seconds: their plans go stale first. */
@@ -50,7 +51,12 @@ export class SqlStore implements Store {
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.driver.transaction((q) => work(sqlRepositories(q)));
+        return await this.driver.transaction(async (q) => {
+          const coalescing = new CoalescingQueryable(q);
+          const result = await work(sqlRepositories(coalescing));
+          await coalescing.finish();
+          return result;
+        });
       } catch (error) {
         if (isFailedGuard(error)) throw new InvariantViolation((error as Error).message);
         if (isLostRace(error)) {

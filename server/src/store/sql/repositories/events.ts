@@ -1,6 +1,7 @@
 import { validationFailed, type EventRepository, type JournalEvent, type NewEvent } from '@baton/core';
 import { fromJson, jsonParam, timeParam, toBigint, toMs, toText, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
+import { coalescedWrite, type Coalescible } from '../coalesced-writes';
 
 /**
  * The event journal (docs/event-journal.md).
@@ -93,8 +94,43 @@ export async function readJournal(q: SqlQueryable, spaceId: string, after: strin
   return rows.map((row) => toEvent(row, toBigint(row.event_id).toString()));
 }
 
+/** The events of one append: the rows of one insert, in order. */
+interface Appended {
+  spaceId: string;
+  occurredAt: number;
+  events: readonly NewEvent[];
+}
+
+/**
+ * Appends as one statement (coalesced-writes.ts): the events of every append held, in append
+ * order. One append is one multi-row INSERT, whose VALUES rows take event_id in the order given;
+ * several are one INSERT ... SELECT from unnest WITH ORDINALITY, ordered, so they do too, and
+ * one statement text serves any number of rows.
+ */
+const appendEvents: Coalescible<Appended> = {
+  key: 'events.append',
+  statement(appends) {
+    if (appends.length === 1) return appendStatement(appends[0]!);
+    const columns: SqlParam[][] = [[], [], [], [], [], [], []];
+    for (const { spaceId, occurredAt, events } of appends) {
+      for (const e of events) {
+        const row = [spaceId, e.type, e.aggregateType, e.aggregateId, e.scopeId, jsonParam(e.data), timeParam(occurredAt)];
+        row.forEach((value, i) => columns[i]!.push(value));
+      }
+    }
+    return {
+      text: `INSERT INTO events (space_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at)
+             SELECT space_id, type, aggregate_type, aggregate_id, scope_id, data::jsonb, occurred_at
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+               WITH ORDINALITY AS e(space_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at, n)
+             ORDER BY n`,
+      params: columns as SqlParam[],
+    };
+  },
+};
+
 /** One multi-row INSERT; VALUES rows take event_id in the order the events were given. */
-function appendStatement(spaceId: string, occurredAt: number, events: NewEvent[]): { text: string; params: SqlParam[] } {
+function appendStatement({ spaceId, occurredAt, events }: Appended): { text: string; params: SqlParam[] } {
   const params: SqlParam[] = [spaceId, timeParam(occurredAt)];
   const rows = events.map((e) => {
     const at = params.length;
@@ -111,8 +147,7 @@ export function sqlEvents(q: SqlQueryable): EventRepository {
   return {
     async append(spaceId, occurredAt, events) {
       if (events.length === 0) return;
-      const { text, params } = appendStatement(spaceId, occurredAt, events);
-      await q.write(text, params);
+      await coalescedWrite(q, appendEvents, { spaceId, occurredAt, events });
     },
     listAfter: (spaceId, afterEventId, limit) => readJournal(q, spaceId, afterEventId, limit, 'horizon'),
   };

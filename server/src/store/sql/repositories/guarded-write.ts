@@ -7,5 +7,24 @@ import type { SqlParam, SqlQueryable } from '../driver';
  * bug should it ever happen.
  */
 export function writeOne(q: SqlQueryable, statement: string, params: readonly SqlParam[], message: string): Promise<void> {
-  return q.write(`WITH changed AS (${statement}) SELECT baton_assert(count(*) = 1, $${params.length + 1}) FROM changed`, [...params, message]);
+  const { text, params: all } = guardedOne(statement, params, message);
+  return q.write(text, all);
+}
+
+/** writeOne's statement, for a coalescible write (coalesced-writes.ts) to send. */
+export function guardedOne(statement: string, params: readonly SqlParam[], message: string): { text: string; params: SqlParam[] } {
+  return { text: `WITH changed AS (${statement}) SELECT baton_assert(count(*) = 1, $${params.length + 1}) FROM changed`, params: [...params, message] };
+}
+
+/**
+ * writeOne for many rows at once: `statement` updates from unnest($1..$n) and ends in
+ * `RETURNING 1`; each of `rows` gives one value per array, in order, and exactly one row must
+ * change per row given. Rows are distinct (coalesced-writes.ts flushes before a row repeats).
+ */
+export function guardedMany(statement: string, rows: readonly (readonly SqlParam[])[], message: string): { text: string; params: SqlParam[] } {
+  const arrays = rows[0]!.map((_, column) => rows.map((row) => row[column] as string | number | null));
+  return {
+    text: `WITH changed AS (${statement}) SELECT baton_assert(count(*) = $${arrays.length + 1}, $${arrays.length + 2}) FROM changed`,
+    params: [...arrays, rows.length, `${message} (of ${rows.length})`],
+  };
 }

@@ -2,7 +2,8 @@ import { assert, assertMailbox, assertMessage, type Candidate, type ClaimRequest
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextArray, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
-import { writeOne } from './guarded-write';
+import { guardedMany, guardedOne, writeOne } from './guarded-write';
+import { coalescedWrite, type Coalescible } from '../coalesced-writes';
 import { taskColumns, toTask } from './tasks';
 
 type Row = Record<string, unknown>;
@@ -188,6 +189,31 @@ function stateParams(m: Message): SqlParam[] {
   ];
 }
 
+/** Message updates of a transaction as one guarded UPDATE (coalesced-writes.ts); one alone as before. */
+const updateMessages: Coalescible<Message> = {
+  key: 'messages.update',
+  statement(messages) {
+    if (messages.length === 1) {
+      const m = messages[0]!;
+      return guardedOne(
+        `UPDATE messages SET state = $3, attempt = $4, token_hash = $5, holder = $6, holder_session = $7, lease_expires_at = $8, result = $9::jsonb, updated_at = $10, claimed = $11::jsonb
+         WHERE space_id = $1 AND id = $2 RETURNING 1`,
+        [m.spaceId, m.id, ...stateParams(m)],
+        `update of missing message ${m.id}`,
+      );
+    }
+    return guardedMany(
+      `UPDATE messages m SET state = v.state, attempt = v.attempt, token_hash = v.token_hash, holder = v.holder, holder_session = v.holder_session,
+         lease_expires_at = v.lease_expires_at, result = v.result::jsonb, updated_at = v.updated_at, claimed = v.claimed::jsonb
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[], $10::timestamptz[], $11::text[])
+         AS v(space_id, id, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, updated_at, claimed)
+       WHERE m.space_id = v.space_id AND m.id = v.id RETURNING 1`,
+      messages.map((m) => [m.spaceId, m.id, ...stateParams(m)]),
+      'update of a missing message',
+    );
+  },
+};
+
 export function sqlMessages(q: SqlQueryable): MessageRepository {
   return {
     async insert(m) {
@@ -217,8 +243,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     },
     async update(m) {
       assertMessage(m);
-      await writeOne(q, `UPDATE messages SET state = $3, attempt = $4, token_hash = $5, holder = $6, holder_session = $7, lease_expires_at = $8, result = $9::jsonb, updated_at = $10, claimed = $11::jsonb
-         WHERE space_id = $1 AND id = $2 RETURNING 1`, [m.spaceId, m.id, ...stateParams(m)], `update of missing message ${m.id}`);
+      await coalescedWrite(q, updateMessages, m, `${m.spaceId}/${m.id}`);
     },
     async list(spaceId, mailboxId, states, after, limit) {
       const rows = await q.query<Row>(

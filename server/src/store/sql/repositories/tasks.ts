@@ -2,7 +2,8 @@ import { assertTask, type JournalEvent, type Task, type TaskRepository, type Tas
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toBigint, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlQueryable } from '../driver';
-import { writeOne } from './guarded-write';
+import { guardedMany, guardedOne, writeOne } from './guarded-write';
+import { coalescedWrite, type Coalescible } from '../coalesced-writes';
 import { encodePosition } from './events';
 
 type Row = Record<string, unknown>;
@@ -45,6 +46,31 @@ const toSubscriber = (r: Row): TaskSubscriber => ({
 
 const jsonOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : jsonParam(v));
 
+const taskStateParams = (t: Task) => [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt)];
+
+/** Task updates of a transaction as one guarded UPDATE (coalesced-writes.ts); one alone as before. */
+const updateTasks: Coalescible<Task> = {
+  key: 'tasks.update',
+  statement(tasks) {
+    if (tasks.length === 1) {
+      const t = tasks[0]!;
+      return guardedOne(
+        `UPDATE tasks SET state = $3, attempts = $4, outcome = $5::jsonb, failure_reason = $6, message_id = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING 1`,
+        taskStateParams(t),
+        `update of missing task ${t.id}`,
+      );
+    }
+    return guardedMany(
+      `UPDATE tasks t SET state = v.state, attempts = v.attempts, outcome = v.outcome::jsonb, failure_reason = v.failure_reason, message_id = v.message_id, updated_at = v.updated_at
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
+         AS v(space_id, id, state, attempts, outcome, failure_reason, message_id, updated_at)
+       WHERE t.space_id = v.space_id AND t.id = v.id RETURNING 1`,
+      tasks.map(taskStateParams),
+      'update of a missing task',
+    );
+  },
+};
+
 export function sqlTasks(q: SqlQueryable): TaskRepository {
   return {
     async insert(t) {
@@ -74,7 +100,7 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
     },
     async update(t) {
       assertTask(t);
-      await writeOne(q, `UPDATE tasks SET state = $3, attempts = $4, outcome = $5::jsonb, failure_reason = $6, message_id = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING 1`, [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt)], `update of missing task ${t.id}`);
+      await coalescedWrite(q, updateTasks, t, `${t.spaceId}/${t.id}`);
     },
     async getByDeliveries(spaceId, messageIds) {
       const rows = await q.query<Row>(

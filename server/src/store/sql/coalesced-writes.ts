@@ -1,0 +1,94 @@
+import type { SqlParam, SqlQueryable } from './driver';
+
+/**
+ * Writes of one kind (a task update, an event insert) that a transaction may send as one
+ * statement instead of one each. Why: a batch of 50 completes made 150 statements (message
+ * update, task update, events), and PostgreSQL's cost per statement (bind, execute, plan,
+ * snapshot, its share of the protocol) is most of what such small writes cost. A batch's
+ * complete-batch of 50 now sends three.
+ */
+export interface Coalescible<Row> {
+  /** Writes of one key may be merged. */
+  readonly key: string;
+  /** One statement applying `rows` in order (the same statement as a lone write for one row). */
+  statement(rows: readonly Row[]): { text: string; params: SqlParam[] };
+}
+
+/**
+ * A transaction's queryable that holds coalescible writes back until something else is sent
+ * (a read, another write, the COMMIT): then every held kind leaves as one statement, in the order
+ * the kinds were first held. Writes of different kinds may thus be reordered among themselves,
+ * never across another statement; that is safe for the writes made coalescible, which are blind
+ * (nothing reads their result), guarded in the statement itself, and touch rows whose locks the
+ * transaction already holds or that are new. A row written twice (same identity) flushes the
+ * first write before it is held, so a statement never updates one row twice.
+ */
+export class CoalescingQueryable implements SqlQueryable {
+  private readonly held = new Map<string, { kind: Coalescible<unknown>; rows: unknown[]; identities: Set<string> }>();
+  /** Flushed writes not yet known to have succeeded (PGlite runs them before the next statement; pg pipelines them). */
+  private flushed: Promise<void>[] = [];
+
+  constructor(private readonly inner: SqlQueryable) {}
+
+  hold<Row>(kind: Coalescible<Row>, row: Row, identity: string | undefined): Promise<void> {
+    let group = this.held.get(kind.key);
+    if (group && identity !== undefined && group.identities.has(identity)) {
+      this.flush();
+      group = undefined;
+    }
+    if (!group) {
+      group = { kind: kind as Coalescible<unknown>, rows: [], identities: new Set() };
+      this.held.set(kind.key, group);
+    }
+    group.rows.push(row);
+    if (identity !== undefined) group.identities.add(identity);
+    return Promise.resolve();
+  }
+
+  async query<R>(text: string, params?: readonly SqlParam[]): Promise<R[]> {
+    this.flush();
+    return this.after(this.inner.query<R>(text, params));
+  }
+
+  async write(text: string, params?: readonly SqlParam[]): Promise<void> {
+    this.flush();
+    return this.after(this.inner.write(text, params));
+  }
+
+  async exec(script: string): Promise<void> {
+    this.flush();
+    return this.after(this.inner.exec(script));
+  }
+
+  /** Sends what is held; the caller commits next. */
+  async finish(): Promise<void> {
+    this.flush();
+    await this.after(Promise.resolve());
+  }
+
+  /** Sends every held kind as one write each, synchronously, so they leave with what follows. */
+  private flush(): void {
+    for (const { kind, rows } of this.held.values()) {
+      const { text, params } = kind.statement(rows);
+      this.flushed.push(this.inner.write(text, params));
+    }
+    this.held.clear();
+  }
+
+  /** `next`'s answer, or the failure of a flushed write sent before it (the one that says what went wrong). */
+  private async after<T>(next: Promise<T>): Promise<T> {
+    const writes = this.flushed;
+    this.flushed = [];
+    const [settledWrites, answer] = await Promise.all([Promise.allSettled(writes), next.then((value) => ({ value }), (error: unknown) => ({ error }))]);
+    for (const w of settledWrites) if (w.status === 'rejected') throw w.reason;
+    if ('error' in answer) throw answer.error;
+    return answer.value;
+  }
+}
+
+/** A coalescible write: held by a transaction that coalesces, sent at once elsewhere (autocommit reads' writes, PGlite). */
+export function coalescedWrite<Row>(q: SqlQueryable, kind: Coalescible<Row>, row: Row, identity?: string): Promise<void> {
+  if (q instanceof CoalescingQueryable) return q.hold(kind, row, identity);
+  const { text, params } = kind.statement([row]);
+  return q.write(text, params);
+}
