@@ -1,5 +1,5 @@
 import type { schemas } from '@baton/core';
-import type { Admitted, CallOptions, GroupView, In, Out, TaskGroupApi, WorkerApi } from './contract';
+import type { Admitted, BatchItemReply, CallOptions, GroupView, In, Out, TaskGroupApi, WorkerApi } from './contract';
 import { BatonApiError, errorFromReply, isRetryable, networkError, timeoutError } from './errors';
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry';
@@ -154,6 +154,14 @@ export interface BatonClient extends WorkerApi, TaskGroupApi {
   complete(messageId: string, body: In<S['completeBody']>, options?: CallOptions): Promise<Out<S['completeReply']>>;
   /** POST /messages/{id}/nack */
   nack(messageId: string, body: In<S['nackBody']>, options?: CallOptions): Promise<Out<S['nackReply']>>;
+  /** POST /mailboxes/{id}/recv-batch: up to maxMessages claimed in FIFO order; [] for 204. */
+  recvBatch(mailboxId: string, body: In<S['recvBatchBody']>, options?: CallOptions): Promise<Out<S['deliveryView']>[]>;
+  /** POST /messages/complete-batch: each item answered as complete would, in order; a failed item does not fail the call. */
+  completeBatch(body: In<S['completeBatchBody']>, options?: CallOptions): Promise<BatchItemReply<Out<S['completeReply']>>[]>;
+  /** POST /messages/nack-batch */
+  nackBatch(body: In<S['nackBatchBody']>, options?: CallOptions): Promise<BatchItemReply<Out<S['nackReply']>>[]>;
+  /** POST /messages/renew-batch */
+  renewBatch(body: In<S['renewBatchBody']>, options?: CallOptions): Promise<BatchItemReply<Out<S['renewReply']>>[]>;
 
   // Tasks
   /** GET /tasks?scopeId=&state= */
@@ -173,6 +181,8 @@ export interface BatonClient extends WorkerApi, TaskGroupApi {
    * same `idempotencyKey` to retry one intended claim across calls (an empty admit stores nothing).
    */
   admit(body: In<S['admitBody']>, options?: CallOptions): Promise<Admitted | null>;
+  /** POST /tasks/admit-batch: admit's rule up to maxTasks times in one call; [] for 204. Keep `idempotencyKey` across retries of one intended claim, as for admit. */
+  admitBatch(body: In<S['admitBatchBody']>, options?: CallOptions): Promise<Admitted[]>;
   /** GET /ops/tasks/{taskId}: the debugger view (usage_read). */
   getTaskDebug(taskId: string, options?: CallOptions): Promise<Out<S['taskDebugView']>>;
 
@@ -368,6 +378,11 @@ export function createClient(options: ClientOptions): BatonClient {
     renew: (messageId, body, o) => post(`/messages/${id(messageId)}/renew`, body, o),
     complete: (messageId, body, o) => post(`/messages/${id(messageId)}/complete`, body, o),
     nack: (messageId, body, o) => post(`/messages/${id(messageId)}/nack`, body, o),
+    recvBatch: async (mailboxId, body, o) =>
+      itemsOf(await call({ method: 'POST', path: `/mailboxes/${id(mailboxId)}/recv-batch`, body, ...waitOf(body), emptyIsNull: true }, o)),
+    completeBatch: async (body, o) => itemsOf(await post('/messages/complete-batch', body, o)),
+    nackBatch: async (body, o) => itemsOf(await post('/messages/nack-batch', body, o)),
+    renewBatch: async (body, o) => itemsOf(await post('/messages/renew-batch', body, o)),
 
     listTasks: (query, o) => get('/tasks', { ...stateList(query), scopeId: query?.scopeId }, o),
     submitTask: (body, o) => post('/tasks', body, o),
@@ -376,6 +391,7 @@ export function createClient(options: ClientOptions): BatonClient {
     joinTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/join`, body, o),
     detachTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/detach`, body, o),
     admit: (body, o) => call({ method: 'POST', path: '/tasks/admit', body, ...waitOf(body), emptyIsNull: true }, o),
+    admitBatch: async (body, o) => itemsOf(await call({ method: 'POST', path: '/tasks/admit-batch', body, ...waitOf(body), emptyIsNull: true }, o)),
     getTaskDebug: (taskId, o) => get(`/ops/tasks/${id(taskId)}`, undefined, o),
 
     listGroups: (query, o) => get('/task-groups', stateList(query), o),
@@ -393,6 +409,11 @@ export function createClient(options: ClientOptions): BatonClient {
     listEvents: (query, o) => get('/events', { cursor: query?.cursor, limit: query?.limit }, o),
   };
   return client;
+}
+
+/** A batch reply's items; a 204 (null) is none. */
+function itemsOf<T>(reply: { items: T[] } | null): T[] {
+  return reply?.items ?? [];
 }
 
 /** recv and admit carry their long-poll wait in the body. */

@@ -26,9 +26,25 @@ export interface CallOptions {
 /** Admit answers null for 204 (nothing admissible after the wait). */
 export type Admitted = Out<typeof schemas.admittedDeliveryView>;
 
+/**
+ * One item of a complete-, nack- or renew-batch reply (decisions §8): the status and body its
+ * single route would have answered; `body` is the single route's reply when `status` is 200, the
+ * error envelope otherwise.
+ */
+export interface BatchItemReply<T> {
+  messageId: string;
+  status: number;
+  body: T | { error: { code: string; message: string; requestId: string; details?: unknown } };
+}
+
 /** The subset of the client that worker.ts and helpers.ts use. client.ts implements it (and more). */
 export interface WorkerApi {
   admit(body: In<typeof schemas.admitBody>, options?: CallOptions): Promise<Admitted | null>;
+  /** POST /tasks/admit-batch: up to maxTasks deliveries in FIFO order; [] for 204. */
+  admitBatch(body: In<typeof schemas.admitBatchBody>, options?: CallOptions): Promise<Admitted[]>;
+  completeBatch(body: In<typeof schemas.completeBatchBody>, options?: CallOptions): Promise<BatchItemReply<Out<typeof schemas.completeReply>>[]>;
+  nackBatch(body: In<typeof schemas.nackBatchBody>, options?: CallOptions): Promise<BatchItemReply<Out<typeof schemas.nackReply>>[]>;
+  renewBatch(body: In<typeof schemas.renewBatchBody>, options?: CallOptions): Promise<BatchItemReply<Out<typeof schemas.renewReply>>[]>;
   renew(messageId: string, body: In<typeof schemas.renewBody>, options?: CallOptions): Promise<Out<typeof schemas.renewReply>>;
   complete(messageId: string, body: In<typeof schemas.completeBody>, options?: CallOptions): Promise<Out<typeof schemas.completeReply>>;
   nack(messageId: string, body: In<typeof schemas.nackBody>, options?: CallOptions): Promise<Out<typeof schemas.nackReply>>;

@@ -220,7 +220,10 @@ describe('worker against a live server', () => {
     expect(worker.stats).toMatchObject({ admitted: 3, completed: 1, failed: 2 });
   });
 
-  it('loses a lease mid-handler: the signal aborts, the stale token is never used, the next attempt completes', async () => {
+  it.each([
+    { mode: 'single routes', batching: false as const },
+    { mode: 'batching', batching: undefined },
+  ])('loses a lease mid-handler ($mode): the signal aborts, the stale token is never used, the next attempt completes', async ({ batching }) => {
     const queue = await newQueue('lease-loss');
     const [taskId] = await submitAll(queue, ['slow']);
     const { transport, log } = recording();
@@ -231,6 +234,7 @@ describe('worker against a live server', () => {
       ...queue,
       concurrency: 1,
       leaseSeconds: 5, // the server's minimum
+      ...(batching === false ? { batching } : {}),
       handler: async ({ delivery, signal }) => {
         if (delivery.attempt > 1) return { attempt: delivery.attempt };
         firstStarted.resolve();
@@ -257,11 +261,15 @@ describe('worker against a live server', () => {
     expect(worker.stats).toMatchObject({ admitted: 2, completed: 1, failed: 0, leaseLost: 1, inFlight: 0 });
 
     // What went over the wire: the first claim's token was never sent with a complete or a nack.
-    const admits = log.filter((e) => e.path.endsWith('/tasks/admit') && e.response?.status === 200).map(replyOf);
+    const admitted = log.filter((e) => /\/tasks\/admit(-batch)?$/.test(e.path) && e.response?.status === 200);
+    const admits = admitted.flatMap((e) => (e.path.endsWith('-batch') ? replyOf(e).items : [replyOf(e)]));
     expect(admits.map((a) => a.attempt)).toEqual([1, 2]);
     const [staleToken, liveToken] = admits.map((a) => a.token as string);
-    const finishes = log.filter((e) => /\/messages\/[^/]+\/(complete|nack)$/.test(e.path));
-    expect(finishes.map((e) => [e.path.split('/').pop(), bodyOf(e).token === staleToken ? 'stale' : bodyOf(e).token === liveToken ? 'live' : 'other'])).toEqual([['complete', 'live']]);
+    // A finish is a single complete or nack, or an item of a batch of them.
+    const finishes = log
+      .filter((e) => /\/messages\/([^/]+\/(complete|nack)|(complete|nack)-batch)$/.test(e.path))
+      .flatMap((e) => (e.path.endsWith('-batch') ? bodyOf(e).items.map((item: { token: string }) => [e.path.split('/').pop()!.replace('-batch', ''), item.token]) : [[e.path.split('/').pop(), bodyOf(e).token]]));
+    expect(finishes.map(([what, token]) => [what, token === staleToken ? 'stale' : token === liveToken ? 'live' : 'other'])).toEqual([['complete', 'live']]);
 
     // What the server recorded: attempt 1 expired, only attempt 2 was acked.
     const messageId = admits[0].messageId as string;
@@ -337,7 +345,10 @@ describe('worker against a live server', () => {
     expect(second.worker.stats).toMatchObject({ admitted: 14, completed: 14, failed: 0 });
   });
 
-  it('waits out a 429 with Retry-After on admit, then completes the task', async () => {
+  it.each([
+    { route: '/tasks/admit', batching: false as const },
+    { route: '/tasks/admit-batch', batching: undefined },
+  ])('waits out a 429 with Retry-After on $route, then completes the task', async ({ route, batching }) => {
     const queue = await newQueue('rate-limited');
     const [taskId] = await submitAll(queue, ['limited']);
     const admitAtMs: number[] = [];
@@ -347,7 +358,7 @@ describe('worker against a live server', () => {
       body: JSON.stringify({ error: { code: 'RATE_LIMITED', message: 'too many requests', requestId: 'fake-429' } }),
     };
     const limited: Transport = async (request) => {
-      if (new URL(request.url).pathname.endsWith('/tasks/admit')) {
+      if (new URL(request.url).pathname.endsWith(route)) {
         admitAtMs.push(Date.now());
         if (admitAtMs.length === 1) return refusal;
       }
@@ -356,7 +367,7 @@ describe('worker against a live server', () => {
     // The client's own clock (backoff sleeps, attempt timeouts): the system's, with its sleeps recorded.
     const sleeps: number[] = [];
     const clientClock: RuntimeClock = { now: () => systemClock.now(), sleep: (ms, signal) => (sleeps.push(ms), systemClock.sleep(ms, signal)) };
-    const { worker, events } = startWorker({ client: clientWith({ transport: limited, clock: clientClock }), ...queue, concurrency: 1, handler: () => 'through' });
+    const { worker, events } = startWorker({ client: clientWith({ transport: limited, clock: clientClock }), ...queue, concurrency: 1, handler: () => 'through', batching });
 
     const tasks = await waitFor('the task SUCCEEDED', () => tasksById(queue.scopeId), allInState([taskId!], 'SUCCEEDED'));
     expect(tasks.get(taskId!)).toMatchObject({ attempts: 1, outcome: 'through' });
@@ -369,14 +380,17 @@ describe('worker against a live server', () => {
     expect(events.filter((e) => e.type === 'error')).toEqual([]);
   });
 
-  it('heals a dropped complete reply by an idempotent retry: one ack, task SUCCEEDED once', async () => {
+  it.each([
+    { route: 'complete', path: /\/messages\/[^/]+\/complete$/, batching: false as const },
+    { route: 'complete-batch', path: /\/messages\/complete-batch$/, batching: undefined },
+  ])('heals a dropped $route reply by an idempotent retry: one ack, task SUCCEEDED once', async ({ path, batching }) => {
     const queue = await newQueue('dropped-reply');
     const [taskId] = await submitAll(queue, ['once']);
     const completes: { key: string; response: TransportResponse }[] = [];
     // The complete reaches the server and is applied; its reply is lost on the way back, once.
     const lossy: Transport = async (request) => {
       const response = await fetchTransport(request);
-      if (/\/messages\/[^/]+\/complete$/.test(new URL(request.url).pathname)) {
+      if (path.test(new URL(request.url).pathname)) {
         completes.push({ key: request.headers['idempotency-key']!, response });
         if (completes.length === 1) throw new TypeError('socket hang up');
       }
@@ -387,6 +401,7 @@ describe('worker against a live server', () => {
       client: clientWith({ transport: lossy }),
       ...queue,
       concurrency: 1,
+      batching,
       handler: () => {
         runs++;
         return { value: 42 };

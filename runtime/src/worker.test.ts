@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Admitted, ApiErrorShape, CallOptions, WorkerApi } from './contract';
+import type { Admitted, ApiErrorShape, BatchItemReply, CallOptions, WorkerApi } from './contract';
 import type { RuntimeClock } from './clock';
 import { createWorker, DeliveryAbortedError, nonRetryable, PermanentError, type HandlerContext, type WorkerEvent, type Worker, type WorkerOptions } from './worker';
 
@@ -82,6 +82,10 @@ const mailboxId = randomUUID();
 class FakeMailbox {
   readonly messages: FakeMessage[] = [];
   readonly calls: { op: 'admit' | 'renew' | 'complete' | 'nack'; atMs: number; messageId?: string; body: unknown; options?: CallOptions }[] = [];
+  /** Batch requests, by route, with how many items each carried. */
+  readonly batches: { route: 'admit-batch' | 'complete-batch' | 'nack-batch' | 'renew-batch'; items: number; atMs: number }[] = [];
+  /** While set, batch requests of these routes wait for it before they answer (or fail). */
+  holdBatches: Promise<void> | null = null;
   /** Admit calls still waiting in their long poll. */
   openAdmits = 0;
   abortedAdmits = 0;
@@ -155,8 +159,21 @@ class FakeMailbox {
       // As the server: a nack without retry, or of the 5th attempt, makes the message DEAD.
       message.state = body.retry && message.attempt < 5 ? 'READY' : 'DEAD';
       message.token = null;
+      // As the server: a delivery READY again wakes the admits waiting on the mailbox.
+      if (message.state === 'READY') for (const wake of this.wakeAdmits.splice(0)) wake();
       return { state: message.state };
     },
+    // The batch routes, as the server applies them: each item as its single route, in order.
+    admitBatch: async (body, options) => {
+      const first = await this.api.admit(body, options);
+      const admitted = first === null ? [] : [first];
+      for (let ready = this.readyOne(); ready && admitted.length < body.maxTasks; ready = this.readyOne()) admitted.push(this.claim(ready, body.leaseSeconds ?? 30));
+      this.batches.push({ route: 'admit-batch', items: admitted.length, atMs: this.clock.now() });
+      return admitted;
+    },
+    completeBatch: async ({ items }) => this.batch('complete-batch', items, ({ messageId, ...body }) => this.api.complete(messageId, body)),
+    nackBatch: async ({ items }) => this.batch('nack-batch', items, ({ messageId, ...body }) => this.api.nack(messageId, body)),
+    renewBatch: async ({ items }) => this.batch('renew-batch', items, ({ messageId, ...body }) => this.api.renew(messageId, body)),
     submitTask: unused,
     getTask: unused,
     reserve: unused,
@@ -168,6 +185,25 @@ class FakeMailbox {
     arrive: unused,
     getBarrier: unused,
   };
+
+  private readyOne(): FakeMessage | undefined {
+    return this.messages.find((m) => m.state === 'READY');
+  }
+
+  private async batch<I extends { messageId: string }, T>(route: FakeMailbox['batches'][number]['route'], items: I[], single: (item: I) => Promise<T>): Promise<BatchItemReply<T>[]> {
+    this.batches.push({ route, items: items.length, atMs: this.clock.now() });
+    if (this.holdBatches) await this.holdBatches;
+    const replies: BatchItemReply<T>[] = [];
+    for (const item of items) {
+      try {
+        replies.push({ messageId: item.messageId, status: 200, body: await single(item) });
+      } catch (error) {
+        const e = error as FakeApiError;
+        replies.push({ messageId: item.messageId, status: e.status, body: { error: { code: e.code, message: e.message, requestId: 'req-fake' } } });
+      }
+    }
+    return replies;
+  }
 
   private find(messageId: string): FakeMessage {
     const message = this.messages.find((m) => m.messageId === messageId);
@@ -425,9 +461,9 @@ describe('worker', () => {
     await stopNow(clock, worker);
   });
 
-  it('runs at most `concurrency` handlers and admits only when a slot is free', async () => {
+  it('runs at most `concurrency` handlers and admits only when a slot is free (single routes)', async () => {
     const control = controlledHandler();
-    const { clock, box, worker } = setup({ handler: control.handler, concurrency: 2 });
+    const { clock, box, worker } = setup({ handler: control.handler, concurrency: 2, batching: false });
     for (let i = 0; i < 5; i += 1) box.submit(i);
     worker.start();
     await clock.advance(1_000);
@@ -478,7 +514,9 @@ describe('worker', () => {
     expect((control.calls[1]!.signal.reason as DeliveryAbortedError).why).toBe('drain');
     expect(box.ops('nack').map((c) => c.body)).toEqual([{ token: expect.any(String), retry: true }]);
     expect(box.messages.map((m) => m.state)).toEqual(['ACKED', 'READY', 'READY']);
-    expect(box.ops('admit')).toHaveLength(3);
+    // One admit-batch took both, the next one long-polled until the stop aborted it.
+    expect(box.batches.filter((b) => b.route === 'admit-batch').map((b) => b.items)).toEqual([2]);
+    expect(box.ops('admit')).toHaveLength(2);
     expect(events.at(-1)).toEqual({ type: 'stopped' });
     await worker.done;
 
@@ -561,3 +599,96 @@ describe('worker', () => {
 
 /** Between two deliveries of a busy mailbox no pause applies, but the test advances a little to be safe. */
 const emptyPause = 1_000;
+
+describe('worker with batching (the default)', () => {
+  it('admits up to its free slots in one admit-batch, and one more when a slot frees', async () => {
+    const control = controlledHandler();
+    const { clock, box, worker } = setup({ handler: control.handler, concurrency: 3 });
+    for (let i = 0; i < 5; i += 1) box.submit(i);
+    worker.start();
+    await clock.advance(0);
+    expect(control.running()).toBe(3);
+    expect(box.batches.filter((b) => b.route === 'admit-batch').map((b) => b.items)).toEqual([3]);
+    expect((box.ops('admit')[0]!.body as { maxTasks: number }).maxTasks).toBe(3);
+
+    control.calls[0]!.finish.resolve('done');
+    await clock.advance(0);
+    expect(control.running()).toBe(3);
+    expect((box.ops('admit')[1]!.body as { maxTasks: number }).maxTasks).toBe(1);
+    expect(control.maxRunning()).toBe(3);
+    for (const call of control.calls) call.finish.resolve('done');
+    await clock.advance(0);
+    for (const call of control.calls) call.finish.resolve('done');
+    await clock.advance(0);
+    expect(worker.stats).toMatchObject({ admitted: 5, completed: 5, inFlight: 0 });
+    await stopNow(clock, worker);
+  });
+
+  it('handlers that finish together complete in one complete-batch, counted done only once it answered', async () => {
+    const control = controlledHandler();
+    const { clock, box, events, worker } = setup({ handler: control.handler, concurrency: 4 });
+    for (let i = 0; i < 4; i += 1) box.submit(i);
+    worker.start();
+    await clock.advance(0);
+    let answer!: () => void;
+    box.holdBatches = new Promise<void>((resolve) => (answer = resolve));
+    for (const call of control.calls) call.finish.resolve('done');
+    await clock.advance(0);
+    expect(box.batches.filter((b) => b.route === 'complete-batch').map((b) => b.items)).toEqual([4]);
+    // Sent but not answered: nothing is reported done yet.
+    expect(worker.stats.completed).toBe(0);
+    expect(events.filter((e) => e.type === 'completed')).toHaveLength(0);
+    box.holdBatches = null;
+    answer();
+    await clock.advance(0);
+    expect(worker.stats.completed).toBe(4);
+    expect(box.messages.map((m) => m.state)).toEqual(['ACKED', 'ACKED', 'ACKED', 'ACKED']);
+    await stopNow(clock, worker);
+  });
+
+  it('a complete-batch that fails whole reports an error for each of its items and counts none done', async () => {
+    const control = controlledHandler();
+    const { clock, box, events, worker } = setup({ handler: control.handler, concurrency: 2 });
+    box.submit('a');
+    box.submit('b');
+    worker.start();
+    await clock.advance(0);
+    box.holdBatches = Promise.reject(new FakeApiError('NETWORK', 0));
+    box.holdBatches.catch(() => undefined);
+    for (const call of control.calls) call.finish.resolve('done');
+    await clock.advance(0);
+    expect(events.filter((e) => e.type === 'error').map((e) => (e as { stage: string }).stage)).toEqual(['complete', 'complete']);
+    expect(worker.stats.completed).toBe(0);
+    box.holdBatches = null;
+    await stopNow(clock, worker);
+  });
+
+  it('an item the batch answers LEASE_LOST loses its lease alone; its neighbours complete', async () => {
+    const control = controlledHandler();
+    const { clock, box, events, worker } = setup({ handler: control.handler, concurrency: 2 });
+    const [a] = [box.submit('a'), box.submit('b')];
+    worker.start();
+    await clock.advance(0);
+    box.cancel(a.messageId);
+    for (const call of control.calls) call.finish.resolve('done');
+    await clock.advance(0);
+    expect(box.batches.filter((b) => b.route === 'complete-batch').map((b) => b.items)).toEqual([2]);
+    expect(events.filter((e) => e.type === 'lease_lost')).toMatchObject([{ messageId: a.messageId, cause: 'LEASE_LOST' }]);
+    expect(worker.stats).toMatchObject({ completed: 1, leaseLost: 1 });
+    await stopNow(clock, worker);
+  });
+
+  it('renewals due together leave in one renew-batch', async () => {
+    const control = controlledHandler();
+    const { clock, box, worker } = setup({ handler: control.handler, concurrency: 3 });
+    for (let i = 0; i < 3; i += 1) box.submit(i);
+    worker.start();
+    await clock.advance(0);
+    await clock.advance(10_000);
+    expect(box.batches.filter((b) => b.route === 'renew-batch').map((b) => b.items)).toEqual([3]);
+    expect(box.ops('renew')).toHaveLength(3);
+    for (const call of control.calls) call.finish.resolve('done');
+    await clock.advance(0);
+    await stopNow(clock, worker);
+  });
+});

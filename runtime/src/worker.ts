@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
-import type { Admitted, ApiErrorShape, WorkerApi } from './contract';
+import type { Admitted, ApiErrorShape, BatchItemReply, CallOptions, WorkerApi } from './contract';
+import { Flusher, type FlusherOptions, type ItemResult } from './flusher';
 
 /**
  * The worker loop: admit task deliveries with long polls, run a handler for each under a
@@ -136,6 +137,13 @@ export interface WorkerOptions {
   admitBackoff?: { baseMs: number; maxMs: number };
   /** Call installSignalHandlers() on start (SIGTERM and SIGINT drain with this deadline). */
   handleSignals?: boolean | { deadlineMs: number };
+  /**
+   * On by default: admit with admit-batch up to the free slots (never more: an admitted delivery
+   * is leased), and send completes, nacks and renewals through batch requests (flusher.ts). A
+   * handler's delivery counts as done only once the request carrying its complete answered.
+   * false: one request per delivery and step, on the single routes. See defaultBatching.
+   */
+  batching?: false | Partial<FlusherOptions>;
 }
 
 export interface Worker {
@@ -151,6 +159,13 @@ export interface Worker {
   /** Drains on SIGTERM and SIGINT; returns a function that removes the hooks. */
   installSignalHandlers(options?: { deadlineMs?: number; signals?: NodeJS.Signals[] }): () => void;
 }
+
+/**
+ * Batching defaults, chosen by measurement (docs/benchmarks.md, "Batches"): up to 100 items per
+ * request (the server's limit), a flush as soon as the event loop turns (0 ms), and two requests
+ * of a kind in flight, while which the next batch gathers.
+ */
+export const defaultBatching: FlusherOptions = { maxItems: 100, delayMs: 0, maxInFlight: 2 };
 
 export const defaultAdmitWaitMs = 20_000;
 export const defaultDrainDeadlineMs = 30_000;
@@ -222,6 +237,52 @@ function renewAtMs(receivedAtMs: number, deadlineMs: number): number {
   return receivedAtMs + Math.max(0, deadlineMs - receivedAtMs) / 3;
 }
 
+/** A single route's call as a flush answers it: its reply, or the error it threw. */
+async function resultOf<T>(call: Promise<T>): Promise<ItemResult<T>> {
+  try {
+    return { ok: true, value: await call };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** A batch reply's items as results: 200 is the single route's reply, anything else its error envelope. */
+function resultsOf<T>(replies: BatchItemReply<T>[]): ItemResult<T>[] {
+  return replies.map((reply) => {
+    if (reply.status === 200) return { ok: true, value: reply.body as T };
+    const { error } = reply.body as { error: Omit<ApiErrorShape, 'status'> };
+    return { ok: false, error: { ...error, status: reply.status } satisfies ApiErrorShape };
+  });
+}
+
+type CompleteItem = Parameters<WorkerApi['complete']>[1] & { messageId: string };
+type NackItem = Parameters<WorkerApi['nack']>[1] & { messageId: string };
+type RenewItem = Parameters<WorkerApi['renew']>[1] & { messageId: string };
+
+/**
+ * How the worker ends and renews its deliveries: through flushers of batch requests, or one
+ * single-route call each (batching off). The renew's signal only reaches a single call: a batch
+ * carries other deliveries' renewals too, so an aborted run ignores its answer instead.
+ */
+function deliverySteps(client: WorkerApi, clock: RuntimeClock, batching: FlusherOptions | null) {
+  const without = ({ messageId: _, ...body }: { messageId: string }) => body;
+  if (batching === null) {
+    return {
+      complete: (item: CompleteItem) => resultOf(client.complete(item.messageId, without(item) as Parameters<WorkerApi['complete']>[1])),
+      nack: (item: NackItem) => resultOf(client.nack(item.messageId, without(item) as Parameters<WorkerApi['nack']>[1])),
+      renew: (item: RenewItem, options: CallOptions) => resultOf(client.renew(item.messageId, without(item) as Parameters<WorkerApi['renew']>[1], options)),
+    };
+  }
+  const completes = new Flusher<CompleteItem, Awaited<ReturnType<WorkerApi['complete']>>>(async (items) => resultsOf(await client.completeBatch({ items })), clock, batching);
+  const nacks = new Flusher<NackItem, Awaited<ReturnType<WorkerApi['nack']>>>(async (items) => resultsOf(await client.nackBatch({ items })), clock, batching);
+  const renewals = new Flusher<RenewItem, Awaited<ReturnType<WorkerApi['renew']>>>(async (items) => resultsOf(await client.renewBatch({ items })), clock, batching);
+  return {
+    complete: (item: CompleteItem) => completes.add(item),
+    nack: (item: NackItem) => nacks.add(item),
+    renew: (item: RenewItem, _options: CallOptions) => renewals.add(item),
+  };
+}
+
 /** Errors after which a retried admit should keep its Idempotency-Key: the first try may have claimed. */
 function mayHaveClaimed(error: unknown): boolean {
   if (!isApiError(error)) return true;
@@ -239,6 +300,8 @@ export function createWorker(options: WorkerOptions): Worker {
   const waitMs = options.waitMs ?? defaultAdmitWaitMs;
   const admitBackoff = options.admitBackoff ?? defaultAdmitBackoff;
   const holderSession = randomUUID();
+  const batching = options.batching === false ? null : { ...defaultBatching, ...options.batching };
+  const steps = deliverySteps(client, clock, batching);
 
   const counters = { admitted: 0, completed: 0, failed: 0, leaseLost: 0, inFlight: 0 };
   const runs = new Set<Run>();
@@ -291,12 +354,9 @@ export function createWorker(options: WorkerOptions): Worker {
       await slotFree();
       if (stopAdmitting.signal.aborted) break;
       const sentAtMs = clock.now();
-      let admitted: Admitted | null;
+      let admitted: Admitted[];
       try {
-        admitted = await client.admit(
-          { scopeId, mailboxId, holder, holderSession, leaseSeconds, waitMs },
-          { signal: stopAdmitting.signal, idempotencyKey: claimKey },
-        );
+        admitted = await admitFree({ signal: stopAdmitting.signal, idempotencyKey: claimKey });
       } catch (error) {
         if (stopAdmitting.signal.aborted) break;
         failures += 1;
@@ -307,13 +367,25 @@ export function createWorker(options: WorkerOptions): Worker {
         continue;
       }
       failures = 0;
-      if (admitted === null) {
+      if (admitted.length === 0) {
         await sleepQuietly(clock, emptyAdmitPauseMs - (clock.now() - sentAtMs), stopAdmitting.signal);
         continue;
       }
       claimKey = nextClaimKey();
-      accept(admitted, clock.now());
+      const receivedAtMs = clock.now();
+      for (const delivery of admitted) accept(delivery, receivedAtMs);
     }
+  }
+
+  /** One admit for as many deliveries as there are free slots (one with batching off). */
+  async function admitFree(callOptions: CallOptions): Promise<Admitted[]> {
+    const body = { scopeId, mailboxId, holder, holderSession, leaseSeconds, waitMs };
+    if (batching === null) {
+      const one = await client.admit(body, callOptions);
+      return one === null ? [] : [one];
+    }
+    const maxTasks = Math.max(1, Math.min(concurrency - counters.inFlight, batching.maxItems));
+    return client.admitBatch({ ...body, maxTasks }, callOptions);
   }
 
   // --- one delivery --------------------------------------------------------------------------
@@ -374,27 +446,27 @@ export function createWorker(options: WorkerOptions): Worker {
 
   async function complete(run: Run, value: unknown): Promise<void> {
     const { messageId, taskId } = run.delivery;
-    try {
-      await client.complete(messageId, value === undefined ? { token: run.token } : { token: run.token, result: { payload: value } });
+    const result = await steps.complete(value === undefined ? { messageId, token: run.token } : { messageId, token: run.token, result: { payload: value } });
+    if (result.ok) {
       counters.completed += 1;
       emit({ type: 'completed', messageId, taskId });
-    } catch (error) {
-      if (hasApiCode(error, 'LEASE_LOST')) return recordLeaseLost(run, 'LEASE_LOST');
-      // The lease will run out and the delivery come back; nothing safer can be done from here.
-      emit({ type: 'error', stage: 'complete', error, messageId });
+      return;
     }
+    if (hasApiCode(result.error, 'LEASE_LOST')) return recordLeaseLost(run, 'LEASE_LOST');
+    // The lease will run out and the delivery come back; nothing safer can be done from here.
+    emit({ type: 'error', stage: 'complete', error: result.error, messageId });
   }
 
   async function nack(run: Run, retry: boolean, reason: 'handler' | 'drain', cause?: unknown): Promise<void> {
     const { messageId, taskId } = run.delivery;
-    try {
-      await client.nack(messageId, { token: run.token, retry });
+    const result = await steps.nack({ messageId, token: run.token, retry });
+    if (result.ok) {
       counters.failed += 1;
       emit({ type: 'failed', messageId, taskId, retry, reason, ...(cause === undefined ? {} : { error: cause }) });
-    } catch (error) {
-      if (hasApiCode(error, 'LEASE_LOST')) return recordLeaseLost(run, 'LEASE_LOST');
-      emit({ type: 'error', stage: 'nack', error, messageId });
+      return;
     }
+    if (hasApiCode(result.error, 'LEASE_LOST')) return recordLeaseLost(run, 'LEASE_LOST');
+    emit({ type: 'error', stage: 'nack', error: result.error, messageId });
   }
 
   // --- the lease -----------------------------------------------------------------------------
@@ -409,21 +481,20 @@ export function createWorker(options: WorkerOptions): Worker {
 
   async function renewOnce(run: Run): Promise<void> {
     const { messageId, taskId } = run.delivery;
-    try {
-      const reply = await client.renew(messageId, { token: run.token, leaseSeconds }, { signal: run.leaseEnd.signal });
-      if (run.state !== 'running') return;
+    const result = await steps.renew({ messageId, token: run.token, leaseSeconds }, { signal: run.leaseEnd.signal });
+    if (run.state !== 'running') return;
+    if (result.ok) {
       const receivedAtMs = clock.now();
-      run.deadlineMs = leaseDeadlineMs(reply.leaseExpiresAt, receivedAtMs, leaseSeconds);
+      run.deadlineMs = leaseDeadlineMs(result.value.leaseExpiresAt, receivedAtMs, leaseSeconds);
       run.renewAtMs = renewAtMs(receivedAtMs, run.deadlineMs);
-      emit({ type: 'renewed', messageId, taskId, leaseExpiresAt: reply.leaseExpiresAt });
-    } catch (error) {
-      if (run.state !== 'running') return;
-      if (hasApiCode(error, 'LEASE_LOST')) return loseLease(run, 'LEASE_LOST');
-      // Try again well before the deadline; watchExpiry gives up for us when it passes.
-      const retryInMs = Math.max(minRenewRetryMs, (run.deadlineMs - clock.now()) / 3);
-      run.renewAtMs = clock.now() + retryInMs;
-      emit({ type: 'error', stage: 'renew', error, messageId, retryInMs });
+      emit({ type: 'renewed', messageId, taskId, leaseExpiresAt: result.value.leaseExpiresAt });
+      return;
     }
+    if (hasApiCode(result.error, 'LEASE_LOST')) return loseLease(run, 'LEASE_LOST');
+    // Try again well before the deadline; watchExpiry gives up for us when it passes.
+    const retryInMs = Math.max(minRenewRetryMs, (run.deadlineMs - clock.now()) / 3);
+    run.renewAtMs = clock.now() + retryInMs;
+    emit({ type: 'error', stage: 'renew', error: result.error, messageId, retryInMs });
   }
 
   /** Sleeps to the local deadline; a renew that succeeded meanwhile has moved it, so look again. */

@@ -207,8 +207,8 @@ async function run(options: BenchOptions): Promise<void> {
   console.log(`  pg-boss batchSize 50: ${fmt(boss.jobs / boss.seconds)} jobs/s`);
   const gwWake = new Latencies({ wake: await graphileWake(gw, serverUrl, config.wakeSamples) });
 
-  const baton = await runStore('postgres', { ...config, phases: ['drain', 'cycles', 'claims', 'wake'] });
-  const batonLite = await runStore('pglite', { ...config, phases: ['drain'] });
+  const baton = await runStore('postgres', { ...config, phases: ['drain', 'runtime', 'cycles', 'claims', 'wake'] });
+  const batonLite = await runStore('pglite', { ...config, phases: ['drain', 'runtime'] });
   if (!baton || !batonLite) throw new BenchFailure('postgres is unreachable');
 
   const base = gwDefault.jobs / gwDefault.seconds;
@@ -224,9 +224,13 @@ async function run(options: BenchOptions): Promise<void> {
   rows.push({ system: `Baton, full cycle (submit → admit → complete, ${workers} workers)`, perSecond: cycles('no claims'), unit: 'cycles/s' });
   rows.push({ system: `Baton, full cycle with 4 claims per task (${workers} workers)`, perSecond: cycles('4 claims'), unit: 'cycles/s' });
   rows.push({ system: `Baton on PGlite, one task per request (${workers} workers)`, perSecond: rate(batonLite.drain), unit: 'jobs/s' });
+  const runtimeShape = `${config.runtimeWorkers} workers × concurrency ${config.runtimeConcurrency}`;
+  rows.push({ system: `Baton, @baton/runtime with batching (${runtimeShape})`, perSecond: rate(baton.runtimeDrain), unit: 'jobs/s' });
+  rows.push({ system: `Baton on PGlite, @baton/runtime with batching (${runtimeShape})`, perSecond: rate(batonLite.runtimeDrain), unit: 'jobs/s' });
 
-  console.log('\n| system | rate | ratio to graphile-worker default |\n| --- | ---: | ---: |');
-  for (const r of rows) console.log(`| ${r.system} | ${fmt(r.perSecond)} ${r.unit} | ${fmt(r.perSecond / base, 2)}× |`);
+  const batchedBase = gwBatched.jobs / gwBatched.seconds;
+  console.log('\n| system | rate | ratio to graphile-worker default | ratio to graphile-worker batched |\n| --- | ---: | ---: | ---: |');
+  for (const r of rows) console.log(`| ${r.system} | ${fmt(r.perSecond)} ${r.unit} | ${fmt(r.perSecond / base, 2)}× | ${fmt(r.perSecond / batchedBase, 2)}× |`);
   const batonWake = new Latencies(baton.wake?.samples ?? {});
   console.log('\n| idle wake | p50 ms | p99 ms |\n| --- | ---: | ---: |');
   console.log(`| graphile-worker (add_job → handler start) | ${fmt(gwWake.percentile('wake', 50), 2)} | ${fmt(gwWake.percentile('wake', 99), 2)} |`);

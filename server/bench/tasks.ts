@@ -16,6 +16,8 @@
  * - `drain`: N tasks submitted first (concurrently; submit rate reported on its own), then
  *   workers admit (waitMs 0) and complete until every task is done: jobs/s of the drain, as
  *   graphile-worker's own benchmark reports it.
+ * - `runtime`: the same drain run by @baton/runtime workers (createWorker, batching on), as a
+ *   user's fleet runs it: jobs/s from start to the last complete answered.
  *
  * Sizes come from the environment (main.ts parses only the common flags):
  *   BENCH_TASKS_QUICK=1             3 s measured, 1 s warm-up, 50 wake samples, 2,000 drain tasks
@@ -24,6 +26,7 @@
  *   BENCH_TASKS_WAKE_SAMPLES=300    BENCH_TASKS_WAKE_IDLE=4 (idle long-polling workers)
  *   BENCH_TASKS_DRAIN=20000         BENCH_TASKS_DRAIN_SUBMITTERS=16
  *   BENCH_TASKS_DRAIN_BATCH=1       deliveries per admit-batch and complete-batch in the drain (1: the single routes)
+ *   BENCH_TASKS_RUNTIME_WORKERS=4, BENCH_TASKS_RUNTIME_CONCURRENCY=100: the `runtime` phase's @baton/runtime workers
  *   drain workers: --clients N (default 16)
  *   --seconds / --warmup: the measured window of `cycles` and `claims` (quick: 3 and 1)
  *
@@ -42,6 +45,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { SystemClock, type Notifier, type Store } from '@baton/core';
 import pg from 'pg';
 import { Pool } from 'undici';
+import { createClient, createWorker } from '../../runtime/src/index';
 import { createBaton } from '../src/host/baton';
 import { PgNotifier } from '../src/notify/pg-notifier';
 import { openStore } from '../src/store/open-store';
@@ -51,8 +55,8 @@ import { BenchFailure, fmt, Latencies, type Benchmark, type BenchOptions, type S
 // ---------------------------------------------------------------------------------------------
 // Configuration
 
-export type Phase = 'cycles' | 'claims' | 'wake' | 'drain';
-const allPhases: Phase[] = ['cycles', 'claims', 'wake', 'drain'];
+export type Phase = 'cycles' | 'claims' | 'wake' | 'drain' | 'runtime';
+const allPhases: Phase[] = ['cycles', 'claims', 'wake', 'drain', 'runtime'];
 
 export interface Config {
   quick: boolean;
@@ -67,6 +71,9 @@ export interface Config {
   drainWorkers: number;
   /** Deliveries per admit-batch and complete-batch in the drain; 1 drains with the single routes. */
   drainBatch: number;
+  /** The `runtime` phase: this many @baton/runtime workers, each with this many handlers. */
+  runtimeWorkers: number;
+  runtimeConcurrency: number;
 }
 
 function envInt(name: string, fallback: number, min: number, max: number): number {
@@ -98,6 +105,8 @@ export function configOf(options: BenchOptions): Config {
     drainSubmitters: envInt('BENCH_TASKS_DRAIN_SUBMITTERS', 16, 1, 256),
     drainWorkers: options.clients,
     drainBatch: envInt('BENCH_TASKS_DRAIN_BATCH', 1, 1, 100),
+    runtimeWorkers: envInt('BENCH_TASKS_RUNTIME_WORKERS', 4, 1, 64),
+    runtimeConcurrency: envInt('BENCH_TASKS_RUNTIME_CONCURRENCY', 100, 1, 1_000),
   };
 }
 
@@ -200,7 +209,8 @@ type JobSpec =
   | { kind: 'cycles'; queue: Queue; workers: number; warmupSeconds: number; seconds: number; resources: Resources | null }
   | { kind: 'wake'; queue: Queue; idle: number; samples: number; waitMs: number }
   | { kind: 'submit'; queue: Queue; tasks: number; submitters: number }
-  | { kind: 'drain'; queue: Queue; tasks: number; workers: number; batch: number };
+  | { kind: 'drain'; queue: Queue; tasks: number; workers: number; batch: number }
+  | { kind: 'runtimeDrain'; queue: Queue; tasks: number; workers: number; concurrency: number; batching: boolean };
 
 export interface CyclesResult {
   measuredSeconds: number;
@@ -492,8 +502,45 @@ async function drainJob(client: Client, spec: Extract<JobSpec, { kind: 'drain' }
   return { seconds: (performance.now() - t0) / 1000, done, emptyAdmits, samples: latencies.toJSON(), problems };
 }
 
+/**
+ * The drain as a user of @baton/runtime runs it: `spec.workers` runtime workers (createWorker,
+ * batching on unless `spec.batching` is false), each running `spec.concurrency` no-op handlers,
+ * until every task is completed. Timed from start to the last complete's answer.
+ */
+async function runtimeDrainJob(endpoint: Endpoint, spec: Extract<JobSpec, { kind: 'runtimeDrain' }>): Promise<RateResult> {
+  const problems = newProblems();
+  const client = createClient({ baseUrl: endpoint.baseUrl, apiKey: endpoint.key, spaceId: endpoint.spaceId });
+  let done = 0;
+  let allDone!: () => void;
+  const finished = new Promise<void>((resolve) => (allDone = resolve));
+  const workers = Array.from({ length: spec.workers }, (_, i) =>
+    createWorker({
+      client,
+      mailboxId: spec.queue.mailboxId,
+      scopeId: spec.queue.scopeId,
+      holder: `bench-runtime-${i}`,
+      concurrency: spec.concurrency,
+      leaseSeconds: 60,
+      waitMs: 1_000,
+      ...(spec.batching ? {} : { batching: false as const }),
+      handler: () => undefined,
+      onEvent: (event) => {
+        if (event.type === 'completed' && ++done === spec.tasks) allDone();
+        if (event.type === 'error' || event.type === 'lease_lost') record(problems, new Problem(`runtime ${event.type}: ${JSON.stringify(event).slice(0, 300)}`, undefined));
+      },
+    }),
+  );
+  const t0 = performance.now();
+  for (const worker of workers) worker.start();
+  await Promise.race([finished, sleep(600_000)]);
+  const seconds = (performance.now() - t0) / 1000;
+  await Promise.all(workers.map((worker) => worker.stop({ deadlineMs: 5_000 })));
+  return { seconds, done, emptyAdmits: 0, samples: new Latencies().toJSON(), problems };
+}
+
 async function runJobHere(message: JobMessage): Promise<JobResult> {
   const { spec } = message;
+  if (spec.kind === 'runtimeDrain') return runtimeDrainJob(message.endpoint, spec);
   const connections = spec.kind === 'cycles' ? spec.workers : spec.kind === 'wake' ? spec.idle + 2 : spec.kind === 'submit' ? spec.submitters : spec.workers;
   const client = new Client(message.endpoint, connections);
   try {
@@ -666,6 +713,8 @@ export interface StoreResults {
   wake?: WakeResult;
   submit?: RateResult;
   drain?: RateResult;
+  /** The drain by @baton/runtime workers with batching (the `runtime` phase). */
+  runtimeDrain?: RateResult;
   problems: string[];
 }
 
@@ -785,6 +834,19 @@ export async function runStore(kind: StoreKind, config: Config): Promise<StoreRe
         noteProblems('drain', drain.problems);
         await checkDrained(target, queue, 'drain', results.problems);
         if (drain.done !== submit.done) results.problems.push(`drain: ${submit.done} submitted but ${drain.done} completed`);
+      }
+
+      if (config.phases.includes('runtime')) {
+        const queue = await newQueue(target, runId, 'runtime');
+        const submit = await runJob<RateResult>(target.endpoint, { kind: 'submit', queue, tasks: config.drainTasks, submitters: config.drainSubmitters }, 1_800);
+        noteProblems('runtime submit', submit.problems);
+        const spec = { kind: 'runtimeDrain' as const, queue, tasks: submit.done, workers: config.runtimeWorkers, concurrency: config.runtimeConcurrency, batching: true };
+        const drain = await runJob<RateResult>(target.endpoint, spec, 1_800);
+        results.runtimeDrain = drain;
+        console.log(`  runtime drain: ${drain.done} tasks completed in ${fmt(drain.seconds, 2)} s = ${fmt(drain.done / drain.seconds)} jobs/s (${spec.workers} runtime workers × concurrency ${spec.concurrency}, batching)`);
+        noteProblems('runtime drain', drain.problems);
+        await checkDrained(target, queue, 'runtime drain', results.problems);
+        if (drain.done !== submit.done) results.problems.push(`runtime drain: ${submit.done} submitted but ${drain.done} completed`);
       }
     } finally {
       await server.close();

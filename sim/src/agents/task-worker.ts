@@ -1,4 +1,4 @@
-import { BatonApiError, createWorker, PermanentError, type BatonClient, type CallOptions, type RuntimeClock, type WorkerApi, type WorkerEvent } from '../../../runtime/src/index';
+import { BatonApiError, createWorker, PermanentError, type BatchItemReply, type BatonClient, type CallOptions, type RuntimeClock, type WorkerApi, type WorkerEvent } from '../../../runtime/src/index';
 import type { ClaimedView } from '../checks/tasks';
 import type { SimContext } from '../context';
 import { requestTimeoutMs } from '../network';
@@ -195,14 +195,38 @@ export class TaskWorker extends Agent {
     return {
       ...client,
       admit: async (body, o) => {
-        // The runtime names its holderSession and claim keys by a random UUID: the simulator's
-        // session name keeps them deterministic (the claim key's sequence part is kept).
-        const claimKey = o?.idempotencyKey;
-        const idempotencyKey = claimKey === undefined ? undefined : `${this.sessionName}${claimKey.slice(claimKey.indexOf(':claim-'))}`;
-        const admitted = await client.admit({ ...body, holderSession: this.sessionName, leaseSeconds: s.leaseSeconds }, { ...o, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
+        const admitted = await client.admit({ ...body, holderSession: this.sessionName, leaseSeconds: s.leaseSeconds }, this.claimOptions(o));
         if (!admitted) return null;
         this.delivered(s, admitted, admitted.claimed as ClaimedView);
         return tooLate ? { ...admitted, leaseExpiresAt: this.believedExpiry(s) } : admitted;
+      },
+      admitBatch: async (body, o) => {
+        const admitted = await client.admitBatch({ ...body, holderSession: this.sessionName, leaseSeconds: s.leaseSeconds }, this.claimOptions(o));
+        for (const delivery of admitted) this.delivered(s, delivery, delivery.claimed as ClaimedView);
+        return tooLate ? admitted.map((delivery) => ({ ...delivery, leaseExpiresAt: this.believedExpiry(s) })) : admitted;
+      },
+      completeBatch: ({ items }, o) => {
+        for (const item of items) this.tasks.ledger.runtimeSends(item.token, 'complete', this.sim.scheduler.now());
+        return this.trackedBatch(s, 'complete', items, () => client.completeBatch({ items }, o));
+      },
+      nackBatch: ({ items }, o) => {
+        for (const item of items) this.tasks.ledger.runtimeSends(item.token, 'nack', this.sim.scheduler.now());
+        return this.trackedBatch(s, 'nack', items, () => client.nackBatch({ items }, o));
+      },
+      renewBatch: async ({ items }, o) => {
+        // A partition for one delivery cannot hold up the others of a batch: its renewal is kept
+        // out and answered as a renew that timed out; the rest go.
+        const blocked = items.filter((item) => s.renewBlocked.has(item.messageId));
+        const sent = items.filter((item) => !s.renewBlocked.has(item.messageId)).map((item) => ({ ...item, leaseSeconds: s.leaseSeconds }));
+        const replies = sent.length === 0 ? [] : await this.trackedBatch(s, 'renew', sent, () => client.renewBatch({ items: sent }, o));
+        if (blocked.length > 0) await s.clock.sleep(requestTimeoutMs, o?.signal);
+        const timedOut = { error: { code: 'NETWORK', message: 'no reply: renew blocked by a simulated partition', requestId: '' } };
+        const byId = new Map(replies.map((reply, i) => [sent[i]!.messageId + sent[i]!.token, reply]));
+        return items.map((item) => {
+          const reply = byId.get(item.messageId + item.token);
+          if (!reply) return { messageId: item.messageId, status: 0, body: timedOut };
+          return tooLate && reply.status === 200 ? { ...reply, body: { ...(reply.body as object), leaseExpiresAt: this.believedExpiry(s) } as typeof reply.body } : reply;
+        });
       },
       renew: async (messageId, body, o) => {
         if (s.renewBlocked.has(messageId)) {
@@ -219,6 +243,16 @@ export class TaskWorker extends Agent {
         return this.tracked(s, 'nack', messageId, body.token, () => client.nack(messageId, body, o));
       },
     };
+  }
+
+  /**
+   * The runtime names its holderSession and claim keys by a random UUID: the simulator's session
+   * name keeps them deterministic (the claim key's sequence part is kept).
+   */
+  private claimOptions(o: CallOptions | undefined): CallOptions {
+    const claimKey = o?.idempotencyKey;
+    const idempotencyKey = claimKey === undefined ? undefined : `${this.sessionName}${claimKey.slice(claimKey.indexOf(':claim-'))}`;
+    return { ...o, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) };
   }
 
   private seamComplete(s: Session, messageId: string, body: Parameters<WorkerApi['complete']>[1], o?: CallOptions): ReturnType<WorkerApi['complete']> {
@@ -253,26 +287,55 @@ export class TaskWorker extends Agent {
   /** A renew, complete or nack through the runtime client: 200 is recorded as accepted (renewed), LEASE_LOST as heard. */
   private async tracked<T>(s: Session, what: 'renew' | 'complete' | 'nack', messageId: string, token: string, send: () => Promise<T>): Promise<T> {
     const sentAtMs = this.sim.scheduler.now();
+    let reply: T;
     try {
-      const reply = await send();
-      if (!s.current()) await new Promise<never>(() => undefined);
-      const heardAtMs = this.sim.scheduler.now();
-      if (what === 'renew') this.tasks.ledger.renewed(token, Date.parse((reply as { leaseExpiresAt: string }).leaseExpiresAt));
-      this.tasks.ledger.accepted(token, what, sentAtMs, heardAtMs);
-      if (what === 'complete') s.completedToken.set(messageId, token);
-      if (what !== 'renew') this.release(s, messageId, token);
-      return reply;
+      reply = await send();
     } catch (error) {
-      if (error instanceof BatonApiError && error.code === 'LEASE_LOST') {
-        this.tasks.ledger.leaseLost(token, this.sim.scheduler.now());
-        s.lostAnswer.set(messageId, token);
-        throw error;
-      }
-      // A complete or nack that got no answer: the worker sends nothing more for it either way.
-      if (what !== 'renew') this.release(s, messageId, token);
-      if (error instanceof BatonApiError && !transient(error)) this.sim.ledger.violation(`${this.name}: ${what} answered ${error.status} ${error.code}: ${error.message}`);
+      this.heardFailure(s, what, messageId, token, error);
       throw error;
     }
+    if (!s.current()) await new Promise<never>(() => undefined);
+    this.heardAccepted(s, what, messageId, token, sentAtMs, reply);
+    return reply;
+  }
+
+  /** tracked for a batch: each item recorded as its own call would be; a request that fails whole fails each item. */
+  private async trackedBatch<T>(s: Session, what: 'renew' | 'complete' | 'nack', items: { messageId: string; token: string }[], send: () => Promise<BatchItemReply<T>[]>): Promise<BatchItemReply<T>[]> {
+    const sentAtMs = this.sim.scheduler.now();
+    let replies: BatchItemReply<T>[];
+    try {
+      replies = await send();
+    } catch (error) {
+      for (const item of items) this.heardFailure(s, what, item.messageId, item.token, error);
+      throw error;
+    }
+    if (!s.current()) await new Promise<never>(() => undefined);
+    replies.forEach((reply, i) => {
+      const { messageId, token } = items[i]!;
+      if (reply.status === 200) return this.heardAccepted(s, what, messageId, token, sentAtMs, reply.body);
+      const { error } = reply.body as { error: { code: string; message: string; requestId: string } };
+      this.heardFailure(s, what, messageId, token, new BatonApiError({ ...error, status: reply.status }));
+    });
+    return replies;
+  }
+
+  private heardAccepted(s: Session, what: 'renew' | 'complete' | 'nack', messageId: string, token: string, sentAtMs: number, reply: unknown): void {
+    const heardAtMs = this.sim.scheduler.now();
+    if (what === 'renew') this.tasks.ledger.renewed(token, Date.parse((reply as { leaseExpiresAt: string }).leaseExpiresAt));
+    this.tasks.ledger.accepted(token, what, sentAtMs, heardAtMs);
+    if (what === 'complete') s.completedToken.set(messageId, token);
+    if (what !== 'renew') this.release(s, messageId, token);
+  }
+
+  private heardFailure(s: Session, what: 'renew' | 'complete' | 'nack', messageId: string, token: string, error: unknown): void {
+    if (error instanceof BatonApiError && error.code === 'LEASE_LOST') {
+      this.tasks.ledger.leaseLost(token, this.sim.scheduler.now());
+      s.lostAnswer.set(messageId, token);
+      return;
+    }
+    // A complete or nack that got no answer: the worker sends nothing more for it either way.
+    if (what !== 'renew') this.release(s, messageId, token);
+    if (error instanceof BatonApiError && !transient(error)) this.sim.ledger.violation(`${this.name}: ${what} answered ${error.status} ${error.code}: ${error.message}`);
   }
 
   // --- after a complete ----------------------------------------------------------------------
