@@ -4,7 +4,7 @@ import { eventTypes, type NewEvent } from '../events/model';
 import type { ClaimRequest, Message } from '../messages/model';
 import { claim, leaseUntil, newToken } from '../messages/rules';
 import { receivableMailbox } from '../messages/service';
-import { topicOf } from '../notifier';
+import { readyTopicsOf } from '../notifier';
 import type { AdmitBody, AdmittedDeliveryView } from '../schemas/admission';
 import * as taskHooks from '../tasks/service';
 import { together } from '../store/together';
@@ -26,8 +26,9 @@ export interface AdmitAttempt {
   delivery: AdmittedDeliveryView | undefined;
   /**
    * When nothing was admitted: the topics whose commits could make a passed-over candidate
-   * admissible (the mailbox, plus each resource found short), and the earliest time the clock
-   * alone could (a quota window's roll, a cooldown's end). The long poll waits on these.
+   * admissible (a task delivery READY in one of the scopes claimed from, plus each resource
+   * found short), and the earliest time the clock alone could (a quota window's roll, a
+   * cooldown's end). The long poll waits on these.
    */
   wakeTopics: string[];
   retryAtMs: number | null;
@@ -63,7 +64,7 @@ export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttem
     if (examined >= maxCandidatesPerAdmit) break;
     candidate = await ctx.tx.messages.claimCandidate({ ...request, afterSeq: candidate.message.seq });
   }
-  return { delivery: undefined, wakeTopics: [topicOf('mailbox', body.mailboxId), ...shortages.topics], retryAtMs: shortages.retryAtMs };
+  return { delivery: undefined, wakeTopics: [...readyTopicsOf(body.mailboxId, scopeIds, ['task']), ...shortages.topics], retryAtMs: shortages.retryAtMs };
 }
 
 /** What one admit-batch try admitted, in FIFO order; when nothing, what the long poll waits on (as AdmitAttempt). */
@@ -135,7 +136,7 @@ export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: numbe
   }
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
   if (deliveries.length > 0) return { deliveries, wakeTopics: [], retryAtMs: null };
-  return { deliveries, wakeTopics: [topicOf('mailbox', body.mailboxId), ...shortages.topics], retryAtMs: shortages.retryAtMs };
+  return { deliveries, wakeTopics: [...readyTopicsOf(body.mailboxId, scopeIds, ['task']), ...shortages.topics], retryAtMs: shortages.retryAtMs };
 }
 
 /** A candidate with requirements, tried as admit tries it: its admission, or undefined when a resource is short. */

@@ -9,6 +9,7 @@ import type { CompleteBody, CompleteReply, DeliveryView, NackBody, NackReply, Re
 import { together } from '../store/together';
 import * as tasks from '../tasks/service';
 import { isoFromMs } from '../time';
+import { readyTopicsOf } from '../notifier';
 import { complete, nack } from './lifecycle';
 import { PreloadedDeliveries } from './preload';
 
@@ -42,11 +43,11 @@ export async function renewMany(ctx: OpContext, items: readonly Addressed<RenewB
 /**
  * One recv-batch attempt: up to `maxMessages` of the oldest READY messages, in FIFO order (recv's
  * rule applied that many times), each with its own token; empty when none is free (the route
- * long-polls). Two round trips as recv: the claim rides with the mailbox read unless gate scopes
+ * long-polls, on wakeTopics). Two round trips as recv: the claim rides with the mailbox read unless gate scopes
  * lie below the scope; a third only when task deliveries were claimed (their tasks are read
  * together, and moved by writes that ride with the commit).
  */
-export async function recvMany(ctx: OpContext, mailboxId: string, body: RecvBody, maxMessages: number): Promise<DeliveryView[]> {
+export async function recvMany(ctx: OpContext, mailboxId: string, body: RecvBody, maxMessages: number): Promise<{ deliveries: DeliveryView[]; wakeTopics: string[] }> {
   const tokens = Array.from({ length: maxMessages }, () => newToken(ctx.random));
   const request = {
     spaceId: ctx.spaceId,
@@ -78,5 +79,5 @@ export async function recvMany(ctx: OpContext, mailboxId: string, body: RecvBody
     views.push(deliveryView(message, tokens[k]!.token));
   }
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
-  return views;
+  return { deliveries: views, wakeTopics: readyTopicsOf(mailboxId, scopeIds, ['plain', 'task']) };
 }

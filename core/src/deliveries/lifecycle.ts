@@ -4,7 +4,7 @@ import { conflict } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
 import { releaseResources } from '../admission/claims';
 import * as groups from '../groups/service';
-import { checkLease, checkPayloadSize, lockLease, messageEvent, receivableMailbox, send } from '../messages/service';
+import { checkLease, checkPayloadSize, lockLease, messageEvent, readyEvent, receivableMailbox, send } from '../messages/service';
 import type { PreloadedDelivery } from './preload';
 import { acked, cancelled, failedAttempt, leaseUntil, newToken } from '../messages/rules';
 import type { ClaimRequest, Message, MessageState } from '../messages/model';
@@ -18,6 +18,7 @@ import * as tasks from '../tasks/service';
 import { isTerminalTask, type Task } from '../tasks/model';
 import { defaultSpaceLimits } from '../tenancy/space-limits';
 import { isoFromMs } from '../time';
+import { readyTopicsOf } from '../notifier';
 
 /**
  * The life of a delivery once it is claimed, and of its task, end to end: a claim, a complete, a
@@ -83,8 +84,11 @@ async function claimed(ctx: OpContext, options: ClaimOptions, token: string, mes
   return { message, token };
 }
 
-/** One receive attempt: the delivery, or undefined when nothing is READY for the scope (the route long-polls). */
-export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): Promise<DeliveryView | undefined> {
+/**
+ * One receive attempt: the delivery, or undefined when nothing is READY for the scope; and the
+ * topics the route's long poll waits on then (a delivery READY in a scope claimed from).
+ */
+export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): Promise<{ delivery: DeliveryView | undefined; wakeTopics: string[] }> {
   const options: ClaimOptions = { mailboxId, scopeIds: [body.scopeId], holder: body.holder, holderSession: body.holderSession, leaseSeconds: body.leaseSeconds };
   const { token, tokenHash } = newToken(ctx.random);
   // The claim goes out with the mailbox read, in its round trip, unless gate scopes lie below the
@@ -96,7 +100,7 @@ export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): P
   );
   const message = first ?? (scopeIds.length > 1 ? await ctx.tx.messages.claimNext(claimRequest(ctx, { ...options, scopeIds }, tokenHash)) : undefined);
   const got = await claimed(ctx, options, token, message);
-  return got && deliveryView(got.message, got.token);
+  return { delivery: got && deliveryView(got.message, got.token), wakeTopics: readyTopicsOf(mailboxId, scopeIds, ['plain', 'task']) };
 }
 
 /**
@@ -147,7 +151,7 @@ export async function nack(ctx: OpContext, messageId: string, body: NackBody, pr
     body.retry,
     body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED',
     'NACKED',
-    (state) => messageEvent(message, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state }),
+    (state) => (state === 'READY' ? readyEvent : messageEvent)(message, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state }),
     task,
   );
   return { state: next.state };
@@ -171,7 +175,7 @@ export async function expireLeases(tx: Tx, nowMs: number, limit: number, random:
     if (message.state !== 'CLAIMED') continue;
     const ctx: OpContext = { tx, spaceId: message.spaceId, nowMs, random, limits: defaultSpaceLimits };
     await failAttempt(ctx, message, true, 'ATTEMPTS_EXHAUSTED', 'LEASE_EXPIRED', (state) =>
-      messageEvent(message, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state }),
+      (state === 'READY' ? readyEvent : messageEvent)(message, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state }),
     );
   }
   return expired.length;

@@ -5,9 +5,14 @@ export interface NewEvent {
   aggregateId: string;
   scopeId: string | null;
   data: Record<string, unknown>;
+  /**
+   * Not stored: a topic on which this event wakes one long poll (notifier.ts readyTopicOf: a
+   * delivery became READY). NotifyingStore takes it off before the event is appended.
+   */
+  wakesOne?: string;
 }
 
-export interface JournalEvent extends NewEvent {
+export interface JournalEvent extends Omit<NewEvent, 'wakesOne'> {
   /** Position in the journal: a decimal string, increasing in commit-visible order. */
   eventId: string;
   spaceId: string;

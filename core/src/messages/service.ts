@@ -12,6 +12,7 @@ import type { Mailbox, Message, MessageListPosition, MessageState, NewMessage, S
 import { assertMailbox, holdsLease, leaseUntil, payloadBytes, renewed } from './rules';
 import { mailboxView, messageView } from './views';
 import type { DeliveryRequirements } from '../admission/model';
+import { readyTopicOf } from '../notifier';
 
 /**
  * Mailboxes and messages with leases (decisions §6): the queue alone. What ends a claim (complete,
@@ -30,6 +31,12 @@ export const messageEvent = (m: Pick<Message, 'id' | 'mailboxId' | 'scopeId' | '
   aggregateId: m.mailboxId,
   scopeId: m.scopeId,
   data: { messageId: m.id, attempt: m.attempt, ...data },
+});
+
+/** The event of a message that became READY (sent, or given back): it wakes one poll that can take it (notifier.ts readyTopicOf). */
+export const readyEvent = (m: Pick<Message, 'id' | 'mailboxId' | 'scopeId' | 'attempt' | 'taskId'>, type: string, data: Record<string, unknown> = {}): NewEvent => ({
+  ...messageEvent(m, type, data),
+  wakesOne: readyTopicOf(m.mailboxId, m.scopeId, m.taskId === null ? 'plain' : 'task'),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -229,7 +236,7 @@ export async function sendTo(ctx: OpContext, target: SendTarget, body: (SendBody
     updatedAt: ctx.nowMs,
   };
   await ctx.tx.messages.insert(message);
-  return { created: true, message, events: [messageEvent(message, eventTypes.messageSent, { workKey: message.workKey })] };
+  return { created: true, message, events: [readyEvent(message, eventTypes.messageSent, { workKey: message.workKey })] };
 }
 
 function sameSend(prior: Message, body: SendRequest): NewMessage {

@@ -4,7 +4,9 @@ import type { Store, Tx } from './store';
 /**
  * A store that, once a transaction commits, notifies the topic of every aggregate it appended
  * an event for. Every state change appends an event, so every commit that changes something a
- * long poll waits on wakes it, without each operation having to remember to.
+ * long poll waits on wakes it, without each operation having to remember to. An event that made
+ * a delivery READY also wakes one poll on its ready topic (NewEvent.wakesOne): recv and admit
+ * wait there, so a fleet of parked polls is woken one per delivery, not all per commit.
  */
 export class NotifyingStore implements Store {
   constructor(
@@ -18,22 +20,29 @@ export class NotifyingStore implements Store {
 
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const topics = new Set<string>();
+    /** Topics to wake one poll on per event that names them (NewEvent.wakesOne), with their counts. */
+    const counted = new Map<string, number>();
     const result = await this.inner.transaction((tx) => {
       // The inner store may run `work` again (a retried transaction): only the last run committed.
       topics.clear();
+      counted.clear();
       return work({
         ...tx,
         events: {
           ...tx.events,
           append: async (spaceId, occurredAt, events) => {
-            await tx.events.append(spaceId, occurredAt, events);
-            for (const e of events) topics.add(topicOf(e.aggregateType, e.aggregateId));
+            await tx.events.append(spaceId, occurredAt, events.map(({ wakesOne: _, ...stored }) => stored));
+            for (const e of events) {
+              topics.add(topicOf(e.aggregateType, e.aggregateId));
+              if (e.wakesOne !== undefined) counted.set(e.wakesOne, (counted.get(e.wakesOne) ?? 0) + 1);
+            }
           },
           listAfter: (spaceId, after, limit) => tx.events.listAfter(spaceId, after, limit),
         },
       });
     });
     for (const topic of topics) this.notifier.notify(topic);
+    for (const [topic, count] of counted) this.notifier.notify(topic, count);
     return result;
   }
 

@@ -1,3 +1,4 @@
+import { isReadyTopic } from '@baton/core';
 import type { AppDeps } from './deps';
 
 /** The effective cap of a long poll: longer waits are shortened to it (spec, fixed API bounds). */
@@ -24,6 +25,11 @@ export async function longPoll<T>(deps: AppDeps, topic: string, waitMs: number, 
  * `wakeOf` names the topics and the time that could change an unfinished read. A read naming a
  * topic not yet armed is repeated at once with it armed, so a commit on that topic between the
  * read and the arming still counts; topics only accumulate, so this ends.
+ *
+ * A ready topic (readyTopicOf) is notified for one poll per delivery made READY, not for all:
+ * a poll it woke that then claims passes one wake on to the next poll parked there, so when
+ * several deliveries became READY (or the poll took an older one), parked polls keep waking one
+ * after another until one finds nothing. A woken poll that claims nothing stops the chain.
  */
 export async function longPollOn<T>(
   deps: AppDeps,
@@ -35,16 +41,26 @@ export async function longPollOn<T>(
 ): Promise<T> {
   const deadline = deps.clock.now() + Math.min(waitMs, maxLongPollMs);
   const armed = new Set(firstTopics);
+  /** The counted wake (readyTopicOf) this poll took, if any: passed on when the poll ends with a claim. */
+  let wokenBy: string | undefined;
+  const answer = (value: T): T => {
+    if (wokenBy !== undefined && done(value)) deps.notifier.notify(wokenBy, 1);
+    return value;
+  };
   for (;;) {
     const remaining = deadline - deps.clock.now();
-    if (remaining <= 0 || deps.drain.draining) return read();
+    if (remaining <= 0 || deps.drain.draining) return answer(await read());
     const disarm = new AbortController();
     const onDrain = (): void => disarm.abort();
     deps.drain.signal.addEventListener('abort', onDrain, { once: true });
-    const woken = Promise.race([...armed].map((topic) => deps.notifier.wait(topic, remaining, disarm.signal)));
+    const woken = Promise.race(
+      [...armed].map(async (topic) => {
+        if ((await deps.notifier.wait(topic, remaining, disarm.signal)) && isReadyTopic(topic)) wokenBy = topic;
+      }),
+    );
     try {
       const value = await read();
-      if (done(value)) return value;
+      if (done(value)) return answer(value);
       const wake = wakeOf(value);
       const unarmed = wake.topics.filter((topic) => !armed.has(topic));
       for (const topic of unarmed) armed.add(topic);

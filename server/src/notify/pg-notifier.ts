@@ -21,12 +21,27 @@ import pg from 'pg';
  *   reconnect every wait is woken once more, for what was missed while down.
  */
 
+/** A pending wake of every wait on its topic. */
+const all = Symbol('all');
+
+/**
+ * A counted wake crosses the wire as `topic#count` (topics never hold '#'). A server that does
+ * not know the mark sees a topic nobody waits on; it still wakes on the aggregate topics every
+ * event publishes as before.
+ */
+const countMark = '#';
+
+function countedTopic(entry: string): { topic: string; count: number | undefined } {
+  const match = /^(.*)#(\d{1,9})$/.exec(entry);
+  return match ? { topic: match[1]!, count: Number(match[2]) } : { topic: entry, count: undefined };
+}
+
 /** The LISTEN/NOTIFY channel every Baton server on a database shares. */
 export const wakeChannel = 'baton_wake';
 /** PostgreSQL rejects payloads of 8000 bytes or more (default build). */
 export const maxPayloadBytes = 7_999;
 
-/** What crosses the wire: `{"s":"<server id>","t":["barrier:…","waiter:…"]}`. */
+/** What crosses the wire: `{"s":"<server id>","t":["barrier:…","waiter:…","ready:…#2"]}` (`#n`: wake n waits, not all). */
 export interface WakePayload {
   /** The publishing server's random id: a listener ignores its own. */
   s: string;
@@ -142,7 +157,8 @@ export class PgNotifier implements Notifier {
   private cancelReconnect: (() => void) | undefined;
   private cancelDegradedTick: (() => void) | undefined;
 
-  private pending = new Set<string>();
+  /** Topics to publish, each with how many waits to wake on every other server (or all). */
+  private pending = new Map<string, number | typeof all>();
   private flushScheduled = false;
   private publishing: Promise<void> | undefined;
 
@@ -185,10 +201,12 @@ export class PgNotifier implements Notifier {
     return this.local.parked;
   }
 
-  notify(topic: string): void {
-    this.local.notify(topic);
+  notify(topic: string, count?: number): void {
+    this.local.notify(topic, count);
     if (this.closed) return;
-    this.pending.add(topic);
+    const queued = this.pending.get(topic);
+    // A wake of all absorbs counted ones; counted ones add up.
+    this.pending.set(topic, queued === all || count === undefined ? all : (queued ?? 0) + count);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       // Once per tick: every commit that finished in this tick shares one round trip.
@@ -200,7 +218,7 @@ export class PgNotifier implements Notifier {
     return this.local.subscribe(topic, listener);
   }
 
-  wait(topic: string, maxWaitMs: number, signal?: AbortSignal): Promise<void> {
+  wait(topic: string, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
     return this.local.wait(topic, maxWaitMs, signal);
   }
 
@@ -233,8 +251,8 @@ export class PgNotifier implements Notifier {
     if (this.publishing) return this.publishing;
     this.publishing = (async () => {
       while (this.pending.size > 0) {
-        const topics = this.pending;
-        this.pending = new Set();
+        const topics = [...this.pending].map(([topic, count]) => (count === all ? topic : `${topic}${countMark}${count}`));
+        this.pending = new Map();
         await this.publish(topics);
       }
     })().finally(() => {
@@ -243,7 +261,7 @@ export class PgNotifier implements Notifier {
     return this.publishing;
   }
 
-  private async publish(topics: Set<string>): Promise<void> {
+  private async publish(topics: string[]): Promise<void> {
     const { payloads, tooLong } = encodePayloads(this.serverId, topics);
     if (tooLong.length > 0) this.logger.error({ topics: tooLong }, 'pg notifier: topic too long for a notification; not published');
     for (const payload of payloads) {
@@ -333,9 +351,10 @@ export class PgNotifier implements Notifier {
       this.stats.ownIgnored++;
       return;
     }
-    for (const topic of decoded.t) {
+    for (const entry of decoded.t) {
       this.stats.received++;
-      this.local.notify(topic);
+      const { topic, count } = countedTopic(entry);
+      this.local.notify(topic, count);
     }
   }
 }

@@ -1,4 +1,4 @@
-import { admission, schemas, topicOf } from '@baton/core';
+import { admission, readyTopicsOf, schemas } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
@@ -38,7 +38,7 @@ export function admissionRoutes(deps: AppDeps) {
           (result) => result.statusCode !== 204,
         );
       const admitted = (o: Outcome): boolean => o.statusCode !== 204;
-      const outcome = await longPollOn(deps, request.body.waitMs, attempt, admitted, () => wake, [topicOf('mailbox', request.body.mailboxId)]);
+      const outcome = await longPollOn(deps, request.body.waitMs, attempt, admitted, () => wake, readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']));
       return sendOutcome(reply, outcome);
     });
   };

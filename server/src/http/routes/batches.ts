@@ -1,9 +1,9 @@
-import { admission, deliveryBatches, schemas, topicOf, type BatonError, type ItemOutcome } from '@baton/core';
+import { admission, deliveryBatches, readyTopicsOf, schemas, type BatonError, type ItemOutcome } from '@baton/core';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
 import { errorTable } from '../error-status';
-import { longPoll, longPollOn } from '../long-poll';
+import { longPollOn, type Wake } from '../long-poll';
 import { attemptOperation, sendOutcome, type Outcome } from '../operation';
 import { errorReplies } from './schema-helpers';
 
@@ -44,7 +44,7 @@ export function batchRoutes(deps: AppDeps) {
           },
           (result) => result.statusCode !== 204,
         );
-      const outcome = await longPollOn(deps, request.body.waitMs, attempt, (o) => o.statusCode !== 204, () => wake, [topicOf('mailbox', request.body.mailboxId)]);
+      const outcome = await longPollOn(deps, request.body.waitMs, attempt, (o) => o.statusCode !== 204, () => wake, readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']));
       return sendOutcome(reply, outcome);
     });
 
@@ -60,18 +60,21 @@ export function batchRoutes(deps: AppDeps) {
         response: { 200: schemas.recvBatchReply, ...errorReplies(409, 422) },
       },
     }, async (request, reply) => {
+      let wake: Wake = { topics: [], atMs: null };
       const attempt = () =>
         attemptOperation(
           deps,
           request,
           false,
           async (ctx) => {
-            const claimed = await deliveryBatches.recvMany(ctx, request.params.id, request.body, request.body.maxMessages);
-            return claimed.length > 0 ? { statusCode: 200, body: { items: claimed } } : { statusCode: 204, body: undefined };
+            const { deliveries, wakeTopics } = await deliveryBatches.recvMany(ctx, request.params.id, request.body, request.body.maxMessages);
+            wake = { topics: wakeTopics, atMs: null };
+            return deliveries.length > 0 ? { statusCode: 200, body: { items: deliveries } } : { statusCode: 204, body: undefined };
           },
           (result) => result.statusCode !== 204,
         );
-      const outcome = await longPoll(deps, topicOf('mailbox', request.params.id), request.body.waitMs, attempt, (o) => o.statusCode !== 204);
+      const first = readyTopicsOf(request.params.id, [request.body.scopeId], ['plain', 'task']);
+      const outcome = await longPollOn(deps, request.body.waitMs, attempt, (o) => o.statusCode !== 204, () => wake, first);
       return sendOutcome(reply, outcome);
     });
 

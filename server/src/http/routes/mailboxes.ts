@@ -1,9 +1,9 @@
-import { deliveries, messages, schemas, topicOf } from '@baton/core';
+import { deliveries, messages, readyTopicsOf, schemas } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { hasPermission } from '../auth';
 import type { AppDeps } from '../deps';
-import { longPoll } from '../long-poll';
+import { longPollOn, type Wake } from '../long-poll';
 import { attemptOperation, runOperation, sendOutcome } from '../operation';
 import { errorReplies } from './schema-helpers';
 
@@ -82,19 +82,22 @@ export function mailboxRoutes(deps: AppDeps) {
         response: { 200: schemas.deliveryView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) => {
+      let wake: Wake = { topics: [], atMs: null };
       const attempt = () =>
         attemptOperation(
           deps,
           request,
           false,
           async (ctx) => {
-            const delivery = await deliveries.recv(ctx, request.params.id, request.body);
+            const { delivery, wakeTopics } = await deliveries.recv(ctx, request.params.id, request.body);
+            wake = { topics: wakeTopics, atMs: null };
             return delivery ? { statusCode: 200, body: delivery } : { statusCode: 204, body: undefined };
           },
           (result) => result.statusCode !== 204,
         );
-      // Each try is its own transaction; a send, nack or expiry on the mailbox wakes the next.
-      const outcome = await longPoll(deps, topicOf('mailbox', request.params.id), request.body.waitMs, attempt, (o) => o.statusCode !== 204);
+      // Each try is its own transaction; a message that becomes READY in a scope it claims from wakes the next.
+      const first = readyTopicsOf(request.params.id, [request.body.scopeId], ['plain', 'task']);
+      const outcome = await longPollOn(deps, request.body.waitMs, attempt, (o) => o.statusCode !== 204, () => wake, first);
       return sendOutcome(reply, outcome);
     });
 
