@@ -41,8 +41,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { SystemClock, type Notifier, type Store } from '@baton/core';
+import { LocalNotifier, SystemClock, type Notifier, type Store } from '@baton/core';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { createClient, createWorker } from '../../runtime/src/index';
@@ -207,7 +209,7 @@ interface Queue {
 
 type JobSpec =
   | { kind: 'cycles'; queue: Queue; workers: number; warmupSeconds: number; seconds: number; resources: Resources | null }
-  | { kind: 'wake'; queue: Queue; idle: number; samples: number; waitMs: number }
+  | { kind: 'wake'; queue: Queue; idle: number; samples: number; waitMs: number; quietMs: number }
   | { kind: 'submit'; queue: Queue; tasks: number; submitters: number }
   | { kind: 'drain'; queue: Queue; tasks: number; workers: number; batch: number }
   | { kind: 'runtimeDrain'; queue: Queue; tasks: number; workers: number; concurrency: number; batching: boolean };
@@ -225,6 +227,8 @@ export interface WakeResult {
   samples: Record<string, number[]>;
   emptyAdmits: number;
   problems: Problems;
+  /** The server's heap per parked poll, measured once all had parked (main thread). */
+  heapPerParkedPollKiB?: number;
 }
 
 export interface RateResult {
@@ -380,6 +384,7 @@ async function wakeJob(client: Client, spec: Extract<JobSpec, { kind: 'wake' }>)
         if (tries > 20_000) throw new Problem('wake: admitters never all parked within 20 s', undefined);
         await sleep(1);
       }
+      if (s === 0) await sleep(spec.quietMs);
       const { t0, t1, taskId } = await submit(`${queue.runId}-wake-${s}`);
       const t2 = await Promise.race([arrival(taskId), sleep(15_000).then(() => NaN)]);
       if (Number.isNaN(t2)) throw new Problem(`wake: task ${taskId} not admitted within 15 s`, undefined);
@@ -644,9 +649,12 @@ interface Target {
   client: Client;
 }
 
-async function startServer(store: Store, notifier: Notifier | undefined): Promise<{ target: Target; close(): Promise<void> }> {
+async function startServer(store: Store, given: Notifier | undefined): Promise<{ target: Target; parked: () => number; close(): Promise<void> }> {
   const adminToken = randomBytes(24).toString('hex');
-  const baton = await createBaton({ store, clock: new SystemClock(), adminToken, bootstrap: false, notifier });
+  const clock = new SystemClock();
+  // Held here (not left to createBaton) so the wake phase can count the parked polls.
+  const notifier = given ?? new LocalNotifier(clock);
+  const baton = await createBaton({ store, clock, adminToken, bootstrap: false, notifier });
   baton.background.start(); // the sweeps run as under `npm start`
   const baseUrl = await baton.app.listen({ host: '127.0.0.1', port: 0 });
   const admin = new Client({ baseUrl, spaceId: '', key: '' }, 1, '/admin/v1', `Bearer ${adminToken}`);
@@ -666,7 +674,7 @@ async function startServer(store: Store, notifier: Notifier | undefined): Promis
     // The space's backlog cap (READY plus CLAIMED messages, default 1,000) must hold the drain's
     // queue. A tree without PUT /limits (404) has no such cap.
     await client.request('PUT', '/limits', [200, 404], { maxBacklog: 1_000_000 });
-    return { target: { endpoint, client }, close };
+    return { target: { endpoint, client }, parked: () => (notifier as { parked?: number }).parked ?? NaN, close };
   } catch (error) {
     await close();
     throw error;
@@ -772,6 +780,29 @@ function printTables(all: StoreResults[], config: Config): void {
 
 // ---------------------------------------------------------------------------------------------
 
+/** The main thread's heap after a full collection (the server's; the clients run in a worker thread, with a heap of their own). */
+function heapAfterGc(): number {
+  collectGarbage();
+  return getHeapStatistics().used_heap_size;
+}
+
+/** V8's gc() without --expose-gc on the command line: the flag set now, gc taken from a fresh context. */
+const collectGarbage = ((): (() => void) => {
+  setFlagsFromString('--expose_gc');
+  return runInNewContext('gc') as () => void;
+})();
+
+/** The server's heap once `idle` polls are parked at once (undefined when the job ended first or they never all parked). */
+async function heapWhenParked(parked: () => number, idle: number, running: Promise<unknown>): Promise<number | undefined> {
+  let ended = false;
+  void running.finally(() => (ended = true)).catch(() => undefined);
+  while (!ended) {
+    if (parked() >= idle) return heapAfterGc();
+    await sleep(5);
+  }
+  return undefined;
+}
+
 export async function runStore(kind: StoreKind, config: Config): Promise<StoreResults | undefined> {
   const opened = kind === 'pglite' ? await openPglite() : await openPostgres();
   if (!opened) return undefined;
@@ -812,7 +843,17 @@ export async function runStore(kind: StoreKind, config: Config): Promise<StoreRe
 
       if (config.phases.includes('wake')) {
         const queue = await newQueue(target, runId, 'wake');
-        const wake = await runJob<WakeResult>(target.endpoint, { kind: 'wake', queue, idle: config.wakeIdle, samples: config.wakeSamples, waitMs: 10_000 }, config.wakeSamples * 2 + 120);
+        const heapBefore = heapAfterGc();
+        // The first sample waits 3 s once all have parked: the heap is measured (a full collection) meanwhile.
+        const spec = { kind: 'wake' as const, queue, idle: config.wakeIdle, samples: config.wakeSamples, waitMs: 10_000, quietMs: 3_000 };
+        const running = runJob<WakeResult>(target.endpoint, spec, config.wakeSamples * 2 + 120);
+        const parkedHeap = await heapWhenParked(server.parked, config.wakeIdle, running);
+        const wake = await running;
+        if (parkedHeap !== undefined) {
+          const perPollKiB = (parkedHeap - heapBefore) / config.wakeIdle / 1024;
+          console.log(`  wake: ${config.wakeIdle} polls parked: the server's heap grew ${fmt((parkedHeap - heapBefore) / 1024 / 1024, 2)} MiB, ${fmt(perPollKiB, 2)} KiB per parked poll`);
+          wake.heapPerParkedPollKiB = perPollKiB;
+        }
         results.wake = wake;
         console.log(
           `  wake: ${wake.samples.fromReply?.length ?? 0} samples, submit reply → admit reply p50 ${pp(wake.samples, 'fromReply', [50])} ms p99 ${pp(wake.samples, 'fromReply', [99])} ms; ` +
