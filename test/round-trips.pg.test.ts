@@ -184,6 +184,16 @@ describe.runIf(postgresUrl())('round trips per hot-path request on PostgreSQL', 
     expectBudget('nack-batch', await measure(run('nack-batch', { retry: true }), 200));
   });
 
+  it('submit-batch and send-batch', async () => {
+    const submitBatch = () =>
+      server.api('POST', '/tasks/submit-batch', { body: { tasks: Array.from({ length: batchOf }, () => ({ scopeId, mailboxId: ids.taskBox, taskKey: `sb-${++n}`, input: { n } })) }, idem: idem() });
+    const measured = await measure(submitBatch, 200);
+    expect(measured.reply.body.items.every((i: { status: number }) => i.status === 201)).toBe(true);
+    expectBudget('submit-batch', measured);
+    const sendBatch = () => server.api('POST', `/mailboxes/${ids.box}/messages/send-batch`, { body: { messages: Array.from({ length: batchOf }, () => ({ scopeId, payload: { n: ++n } })) }, idem: idem() });
+    expectBudget('send-batch', await measure(sendBatch, 200));
+  });
+
   it('recv-batch', async () => {
     for (let i = 0; i < 2 * batchOf; i++) await send();
     const recvBatch = () => server.api('POST', `/mailboxes/${ids.box}/recv-batch`, { body: { scopeId, holder: 'w', holderSession: 's', maxMessages: batchOf }, idem: idem() });

@@ -46,6 +46,8 @@ export * from './groups/rules';
 export * as groups from './groups/service';
 export * as deliveries from './deliveries/lifecycle';
 export * as deliveryBatches from './deliveries/batch';
+export * as taskBatches from './tasks/batch';
+export * as messageBatches from './messages/batch';
 export * from './batches/items';
 export { endedMembers, groupWaitOver, liveMembers } from './groups/views';
 export type { TaskGroupRepository } from './groups/repository';

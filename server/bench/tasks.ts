@@ -26,6 +26,7 @@
  *   BENCH_TASKS_WAKE_SAMPLES=300    BENCH_TASKS_WAKE_IDLE=4 (idle long-polling workers)
  *   BENCH_TASKS_DRAIN=20000         BENCH_TASKS_DRAIN_SUBMITTERS=16
  *   BENCH_TASKS_DRAIN_BATCH=1       deliveries per admit-batch and complete-batch in the drain (1: the single routes)
+ *   BENCH_TASKS_SUBMIT_BATCH=1      tasks per submit-batch when a drain fills its queue (1: POST /tasks)
  *   BENCH_TASKS_RUNTIME_WORKERS=4, BENCH_TASKS_RUNTIME_CONCURRENCY=100: the `runtime` phase's @baton/runtime workers
  *   drain workers: --clients N (default 16)
  *   --seconds / --warmup: the measured window of `cycles` and `claims` (quick: 3 and 1)
@@ -73,6 +74,8 @@ export interface Config {
   drainWorkers: number;
   /** Deliveries per admit-batch and complete-batch in the drain; 1 drains with the single routes. */
   drainBatch: number;
+  /** Tasks per POST /tasks/submit-batch when the drains fill their queue; 1 submits one at a time. */
+  submitBatch: number;
   /** The `runtime` phase: this many @baton/runtime workers, each with this many handlers. */
   runtimeWorkers: number;
   runtimeConcurrency: number;
@@ -107,6 +110,7 @@ export function configOf(options: BenchOptions): Config {
     drainSubmitters: envInt('BENCH_TASKS_DRAIN_SUBMITTERS', 16, 1, 256),
     drainWorkers: options.clients,
     drainBatch: envInt('BENCH_TASKS_DRAIN_BATCH', 1, 1, 100),
+    submitBatch: envInt('BENCH_TASKS_SUBMIT_BATCH', 1, 1, 100),
     runtimeWorkers: envInt('BENCH_TASKS_RUNTIME_WORKERS', 4, 1, 64),
     runtimeConcurrency: envInt('BENCH_TASKS_RUNTIME_CONCURRENCY', 100, 1, 1_000),
   };
@@ -210,7 +214,7 @@ interface Queue {
 type JobSpec =
   | { kind: 'cycles'; queue: Queue; workers: number; warmupSeconds: number; seconds: number; resources: Resources | null }
   | { kind: 'wake'; queue: Queue; idle: number; samples: number; waitMs: number; quietMs: number }
-  | { kind: 'submit'; queue: Queue; tasks: number; submitters: number }
+  | { kind: 'submit'; queue: Queue; tasks: number; submitters: number; batch: number }
   | { kind: 'drain'; queue: Queue; tasks: number; workers: number; batch: number }
   | { kind: 'runtimeDrain'; queue: Queue; tasks: number; workers: number; concurrency: number; batching: boolean };
 
@@ -409,16 +413,25 @@ async function submitJob(client: Client, spec: Extract<JobSpec, { kind: 'submit'
   let next = 0;
   let done = 0;
   const t0 = performance.now();
+  const task = (i: number) => ({ scopeId: queue.scopeId, mailboxId: queue.mailboxId, taskKey: `${queue.runId}-drain-${i}`, input: { i } });
   const loop = async (): Promise<void> => {
     while (problems.count < maxProblems) {
-      const i = next++;
-      if (i >= spec.tasks) return;
-      const taskKey = `${queue.runId}-drain-${i}`;
+      const first = next;
+      const end = Math.min(spec.tasks, first + spec.batch);
+      next = end;
+      if (first >= spec.tasks) return;
       const s = performance.now();
       try {
-        await client.post('/tasks', [201], { scopeId: queue.scopeId, mailboxId: queue.mailboxId, taskKey, input: { i } }, taskKey);
+        if (spec.batch === 1) {
+          await client.post('/tasks', [201], task(first), task(first).taskKey);
+        } else {
+          const tasks = Array.from({ length: end - first }, (_, k) => task(first + k));
+          const reply = await client.post('/tasks/submit-batch', [200], { tasks }, `${tasks[0]!.taskKey}-batch`);
+          const created = (reply.body.items as { status: number }[]).filter((item) => item.status === 201).length;
+          if (created !== tasks.length) throw new Problem(`submit-batch: ${tasks.length - created} of ${tasks.length} not created: ${JSON.stringify(reply.body).slice(0, 300)}`, 200);
+        }
         latencies.add('submit', performance.now() - s);
-        done++;
+        done += end - first;
       } catch (error) {
         record(problems, error);
       }
@@ -866,7 +879,7 @@ export async function runStore(kind: StoreKind, config: Config): Promise<StoreRe
 
       if (config.phases.includes('drain')) {
         const queue = await newQueue(target, runId, 'drain');
-        const submit = await runJob<RateResult>(target.endpoint, { kind: 'submit', queue, tasks: config.drainTasks, submitters: config.drainSubmitters }, 1_800);
+        const submit = await runJob<RateResult>(target.endpoint, { kind: 'submit', queue, tasks: config.drainTasks, submitters: config.drainSubmitters, batch: config.submitBatch }, 1_800);
         results.submit = submit;
         console.log(`  drain: submitted ${submit.done} tasks in ${fmt(submit.seconds, 2)} s = ${fmt(submit.done / submit.seconds)} submits/s (${config.drainSubmitters} clients)`);
         noteProblems('drain submit', submit.problems);
@@ -880,7 +893,8 @@ export async function runStore(kind: StoreKind, config: Config): Promise<StoreRe
 
       if (config.phases.includes('runtime')) {
         const queue = await newQueue(target, runId, 'runtime');
-        const submit = await runJob<RateResult>(target.endpoint, { kind: 'submit', queue, tasks: config.drainTasks, submitters: config.drainSubmitters }, 1_800);
+        const submit = await runJob<RateResult>(target.endpoint, { kind: 'submit', queue, tasks: config.drainTasks, submitters: config.drainSubmitters, batch: config.submitBatch }, 1_800);
+        console.log(`  runtime drain: submitted ${submit.done} tasks in ${fmt(submit.seconds, 2)} s = ${fmt(submit.done / submit.seconds)} submits/s (${config.drainSubmitters} clients, ${config.submitBatch} per request)`);
         noteProblems('runtime submit', submit.problems);
         const spec = { kind: 'runtimeDrain' as const, queue, tasks: submit.done, workers: config.runtimeWorkers, concurrency: config.runtimeConcurrency, batching: true };
         const drain = await runJob<RateResult>(target.endpoint, spec, 1_800);

@@ -203,6 +203,52 @@ describe.each(storeTargets())('batch routes over HTTP on $name', (target) => {
     expectStatus(await server.api('POST', `/mailboxes/${box}/recv-batch`, { body: { scopeId, holder: 'w', holderSession: 's', maxMessages: 3 } }), 204);
   });
 
+  it('submit-batch creates or joins each task in order: a key an earlier item created is joined, another fingerprint conflicts alone', async () => {
+    const box = await newBox();
+    const key = `batch-key-${tag()}`;
+    const item = (taskKey: string, input: unknown) => ({ scopeId, mailboxId: box, taskKey, input });
+    const res = await server.api('POST', '/tasks/submit-batch', {
+      body: { tasks: [item(key, { a: 1 }), item(`batch-key-${tag()}`, { b: 2 }), item(key, { a: 1 }), item(key, { a: 2 }), { ...item(`batch-key-${tag()}`, 1), mailboxId: unknownId }] },
+      idem: idem(),
+    });
+    expectStatus(res, 200);
+    expect(res.body.items.map((i: { status: number }) => i.status)).toEqual([201, 201, 200, 409, 404]);
+    const [first, second, joined, conflict, missing] = res.body.items;
+    expect(first.body).toMatchObject({ state: 'PENDING', created: true });
+    expect(joined.body).toEqual({ taskId: first.body.taskId, state: 'PENDING', created: false });
+    expect(conflict.body.error).toMatchObject({ code: 'TASK_KEY_CONFLICT', requestId: expect.any(String) });
+    expect(missing.body.error.code).toBe('NOT_FOUND');
+    // Two deliveries, FIFO as submitted: admit-batch takes them in that order.
+    const admittedNow = await admitBatch(box, 10);
+    expect(admittedNow.body.items.map((d: Delivery) => d.taskId)).toEqual([first.body.taskId, second.body.taskId]);
+  });
+
+  it('submit-batch needs an Idempotency-Key, and a replay answers the whole reply', async () => {
+    const box = await newBox();
+    const body = { tasks: [{ scopeId, mailboxId: box, taskKey: `batch-key-${tag()}` }] };
+    expectStatus(await server.api('POST', '/tasks/submit-batch', { body }), 400);
+    const key = idem();
+    const first = await server.api('POST', '/tasks/submit-batch', { body, idem: key });
+    const again = await server.api('POST', '/tasks/submit-batch', { body, idem: key });
+    expect(again.body).toEqual(first.body);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+  });
+
+  it('send-batch sends each message in order; a workKey repeats answer 200, a backlog over its limit refuses the rest alone', async () => {
+    const box = (await server.api('POST', '/mailboxes', { body: { name: `batch-small-${tag()}`, backlogLimit: 2 }, idem: idem() })).body.id;
+    const res = await server.api('POST', `/mailboxes/${box}/messages/send-batch`, {
+      body: { messages: [{ scopeId, payload: 1, workKey: 'w' }, { scopeId, payload: 1, workKey: 'w' }, { scopeId, payload: 2 }, { scopeId, payload: 3 }] },
+      idem: idem(),
+    });
+    expectStatus(res, 200);
+    expect(res.body.items.map((i: { status: number }) => i.status)).toEqual([201, 200, 201, 429]);
+    expect(res.body.items[1].body.id).toBe(res.body.items[0].body.id);
+    expect(res.body.items[3].body.error.code).toBe('BACKLOG_FULL');
+    const ready = (await server.api('GET', `/mailboxes/${box}/messages?state=READY`)).body.items;
+    expect(ready.map((m: { payload: unknown }) => m.payload)).toEqual([1, 2]);
+    expectStatus(await server.api('POST', `/mailboxes/${unknownId}/messages/send-batch`, { body: { messages: [{ scopeId, payload: 1 }] }, idem: idem() }), 404);
+  });
+
   it('refuses a batch of no items, of more than 100, and a maxTasks out of 1..100 (400)', async () => {
     const box = await newBox();
     const item = { messageId: unknownId, token: 'x' };

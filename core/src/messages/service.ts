@@ -193,13 +193,34 @@ export async function sendTargetOf(ctx: OpContext, mailboxId: string): Promise<S
 }
 
 export async function sendTo(ctx: OpContext, target: SendTarget, body: (SendBody | SendRequest) & { id?: string }): Promise<{ created: boolean; message: NewMessage; events: NewEvent[] }> {
+  const prepared = await prepareSend(ctx, target, body);
+  if (!prepared.created) return { created: false, message: prepared.message, events: [] };
+  return { created: true, message: prepared.message, events: await insertSend(ctx, target, prepared.message) };
+}
+
+/** Writes a message prepareSend made; answers its event (not yet appended). */
+export async function insertSend(ctx: OpContext, target: SendTarget, message: NewMessage): Promise<NewEvent[]> {
+  await ctx.tx.messages.insert(message);
+  // A batch sends again to the target it read: what this send added counts against the limits.
+  target.live.mailbox += 1;
+  target.live.space += 1;
+  return [readyEvent(message, eventTypes.messageSent, { workKey: message.workKey })];
+}
+
+/**
+ * Everything a send decides before it writes: the workKey's prior message (created: false), or
+ * the new message once the payload, the backlog limits and the workKey allow it. Nothing is
+ * written, so a caller that writes more with it (a task's submit) fails, when it fails, before
+ * its first write (batches/items.ts relies on it).
+ */
+export async function prepareSend(ctx: OpContext, target: SendTarget, body: (SendBody | SendRequest) & { id?: string }): Promise<{ created: false; message: NewMessage } | { created: true; message: NewMessage }> {
   const { mailbox } = target;
   checkPayloadSize('payload', body.payload, ctx.limits.maxPayloadBytes);
   let locked = body.workKey !== undefined;
   if (body.workKey !== undefined) {
     await lockMailbox(ctx.tx, ctx.spaceId, mailbox.id);
     const prior = await ctx.tx.messages.getByWorkKey(ctx.spaceId, mailbox.id, body.workKey);
-    if (prior) return { created: false, message: sameSend(prior, body), events: [] };
+    if (prior) return { created: false, message: sameSend(prior, body) };
   }
   const caps = { mailbox: mailbox.backlogLimit, space: ctx.limits.maxBacklog };
   // A send with a workKey counts again under the lock it took for the key.
@@ -235,8 +256,7 @@ export async function sendTo(ctx: OpContext, target: SendTarget, body: (SendBody
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
   };
-  await ctx.tx.messages.insert(message);
-  return { created: true, message, events: [readyEvent(message, eventTypes.messageSent, { workKey: message.workKey })] };
+  return { created: true, message };
 }
 
 function sameSend(prior: Message, body: SendRequest): NewMessage {

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { maxBatchItems } from '../batches/items';
 import { admitBody, admittedDeliveryView } from './admission';
 import { errorEnvelope, uuid, uuidInput } from './common';
-import { completeBody, completeReply, deliveryView, nackBody, nackReply, recvBody, renewBody, renewReply } from './messages';
+import { completeBody, completeReply, deliveryView, messageView, nackBody, nackReply, recvBody, renewBody, renewReply, sendBody } from './messages';
+import { taskSubmitBody, taskSubmitReply } from './tasks';
 
 /** The batch twins of the hot routes (decisions §8): 1 to 100 items, each answered as its single route would. */
 
@@ -43,3 +44,24 @@ const deliveryItemReply = <T extends z.ZodType>(ok: T, id: string) =>
 export const completeBatchReply = deliveryItemReply(completeReply, 'CompleteBatchReply');
 export const nackBatchReply = deliveryItemReply(nackReply, 'NackBatchReply');
 export const renewBatchReply = deliveryItemReply(renewReply, 'RenewBatchReply');
+
+/** One item of a submit- or send-batch reply: the status (201, 200 or an error's) and body its single route would have answered. */
+const createdItemReply = <T extends z.ZodType>(ok: T, id: string) =>
+  z
+    .object({
+      items: z.array(
+        z.object({
+          status: z.number().int().describe('The HTTP status the single route would have answered'),
+          body: z.union([ok, errorEnvelope]).describe("The single route's reply body: its reply, or the error envelope"),
+        }),
+      ),
+    })
+    .meta({ id });
+
+export const submitBatchBody = z.object({ tasks: items(taskSubmitBody) });
+export type SubmitBatchBody = z.infer<typeof submitBatchBody>;
+export const submitBatchReply = createdItemReply(taskSubmitReply, 'SubmitBatchReply');
+
+export const sendBatchBody = z.object({ messages: items(sendBody) });
+export type SendBatchBody = z.infer<typeof sendBatchBody>;
+export const sendBatchReply = createdItemReply(messageView, 'SendBatchReply');

@@ -13,6 +13,8 @@ export interface TaskRepository {
   insert(task: Task): Promise<void>;
   get(spaceId: string, id: string, options?: LockOptions): Promise<Task | undefined>;
   getByKey(spaceId: string, taskKey: string): Promise<Task | undefined>;
+  /** getByKey for several keys in one statement: the tasks of the space whose taskKey is one of them. */
+  getByKeys(spaceId: string, taskKeys: readonly string[]): Promise<Task[]>;
   /**
    * The task whose delivery is `messageId`, unlocked. Read after the caller took the delivery's
    * row lock (which every writer of a task's state takes first), it is the task as it stays

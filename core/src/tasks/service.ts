@@ -7,7 +7,7 @@ import { cancelled } from '../messages/rules';
 import { releaseResources } from '../admission/claims';
 import type { Message, SendTarget } from '../messages/model';
 import { groupDecidedReason } from '../groups/model';
-import { sendTo } from '../messages/service';
+import { insertSend, prepareSend } from '../messages/service';
 import { messageView } from '../messages/views';
 import type { TaskDebugView, TaskDetachBody, TaskDetachReply, TaskJoinBody, TaskListQuery, TaskStateReply, TaskSubmitBody, TaskSubmitReply, TaskView } from '../schemas/tasks';
 import type { Page } from '../store/page';
@@ -87,22 +87,38 @@ async function resolveRequirements(ctx: OpContext, requirements: TaskRequirement
  * mailbox in the same transaction (payload {taskId, input}); the same key and fingerprint joins
  * (subscribing subscriberId when given); another fingerprint is TASK_KEY_CONFLICT.
  */
-export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<{ created: boolean; reply: TaskSubmitReply }> {
+export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<Submitted> {
+  // The mailbox and its backlog are read with the key, in one round trip; only a create needs
+  // them (a join's mailbox is in its fingerprint), and it must exist before the task row names it.
+  const [existing, target] = await together(ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey), ctx.tx.mailboxes.getForSend(ctx.spaceId, body.mailboxId, ctx.limits.maxBacklog));
+  return submitWith(ctx, body, existing, target);
+}
+
+export interface Submitted {
+  created: boolean;
+  reply: TaskSubmitReply;
+  /** The task created or joined. */
+  task: Task;
+}
+
+/**
+ * submit on what it read: the task of its key (if any) and the mailbox with its backlog. A
+ * submit-batch reads those for all its items at once and keeps them current (submitMany).
+ * Fails, when it fails, before its first write.
+ */
+export async function submitWith(ctx: OpContext, body: TaskSubmitBody, existing: Task | undefined, target: SendTarget | undefined): Promise<Submitted> {
   const requirements: TaskRequirements = { pools: body.requirements?.pools ?? [], quotas: body.requirements?.quotas ?? [], budgets: body.requirements?.budgets ?? [] };
   const input = body.input ?? null;
   const workLimit = body.workLimit ?? null;
   const fingerprint = taskFingerprint(body.mailboxId, input, requirements, workLimit);
-  // The mailbox and its backlog are read with the key, in one round trip; only a create needs
-  // them (a join's mailbox is in its fingerprint), and it must exist before the task row names it.
-  const [existing, target] = await together(ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey), ctx.tx.mailboxes.getForSend(ctx.spaceId, body.mailboxId, ctx.limits.maxBacklog));
-  if (existing) return { created: false, reply: await joinExisting(ctx, existing, fingerprint, body) };
+  if (existing) return { created: false, reply: await joinExisting(ctx, existing, fingerprint, body), task: existing };
   if (!target) throw notFound('mailbox');
   const deliveryRequirements = await resolveRequirements(ctx, requirements, workLimit);
   // A concurrent submit of the key that commits first makes this transaction run again (the
   // insert's race check, TaskRepository.insert), and then the lookup above answers as a join.
   const task = await createTask(ctx, target, { taskKey: body.taskKey, scopeId: body.scopeId, input, requirements, workLimit, deadline: body.deadline, fingerprint }, deliveryRequirements);
   if (body.subscriberId !== undefined) await subscribe(ctx, task, body.subscriberId, body.scopeId);
-  return { created: true, reply: { taskId: task.id, state: task.state, created: true } };
+  return { created: true, reply: { taskId: task.id, state: task.state, created: true }, task };
 }
 
 export interface NewTaskFields {
@@ -143,8 +159,9 @@ export async function createTask(ctx: OpContext, target: SendTarget, fields: New
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
   };
-  await ctx.tx.tasks.insert(task);
-  const delivery = await sendTo(ctx, target, {
+  // The delivery's checks (payload, backlog) come before the task's insert: a submit that fails
+  // fails before its first write, so a submit-batch item needs no savepoint (batches/items.ts).
+  const prepared = await prepareSend(ctx, target, {
     id: task.messageId!,
     scopeId: task.scopeId,
     payload: { taskId: task.id, input: fields.input },
@@ -152,8 +169,10 @@ export async function createTask(ctx: OpContext, target: SendTarget, fields: New
     taskId: task.id,
     requirements: deliveryRequirements,
   });
-  assert(delivery.created, `task ${task.id}: its delivery was not sent`);
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [taskEvent(task, eventTypes.taskSubmitted, { taskKey: task.taskKey, mailboxId: task.mailboxId }), ...delivery.events]);
+  assert(prepared.created, `task ${task.id}: its delivery was not sent`);
+  await ctx.tx.tasks.insert(task);
+  const deliveryEvents = await insertSend(ctx, target, prepared.message);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [taskEvent(task, eventTypes.taskSubmitted, { taskKey: task.taskKey, mailboxId: task.mailboxId }), ...deliveryEvents]);
   return task;
 }
 

@@ -33,6 +33,10 @@ export function memoryTasks(
       },
       get: async (spaceId, id, options) => (lock(options), tasks.get(key(spaceId, id))),
       getByKey: async (spaceId, taskKey) => structuredClone(select((t) => t.spaceId === spaceId && t.taskKey === taskKey)[0]),
+      getByKeys: async (spaceId, taskKeys) => {
+        const wanted = new Set(taskKeys);
+        return select((t) => t.spaceId === spaceId && wanted.has(t.taskKey)).map((t) => structuredClone(t));
+      },
       update: async (t) => {
         assertTask(t);
         assert(tasks.has(key(t.spaceId, t.id)), `update of missing task ${t.id}`);

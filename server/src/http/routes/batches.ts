@@ -1,4 +1,4 @@
-import { admission, deliveryBatches, readyTopicsOf, schemas, type BatonError, type ItemOutcome } from '@baton/core';
+import { admission, deliveryBatches, messageBatches, readyTopicsOf, schemas, taskBatches, type BatonError, type ItemOutcome } from '@baton/core';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
@@ -78,6 +78,48 @@ export function batchRoutes(deps: AppDeps) {
       return sendOutcome(reply, outcome);
     });
 
+    app.post('/tasks/submit-batch', {
+      config: write,
+      schema: {
+        tags: ['tasks', 'batches'],
+        description:
+          'POST /tasks for each task, in order, in one transaction: each item create-or-join by its taskKey (a key an earlier item created is joined), all or nothing by itself, answered with the status (201, 200 or the error\'s) and body POST /tasks would have given. 200 whenever the batch itself is valid.',
+        params: schemas.spaceParams,
+        headers: schemas.idempotencyHeaders,
+        body: schemas.submitBatchBody,
+        response: { 200: schemas.submitBatchReply, ...errorReplies(409, 413, 422) },
+      },
+    }, async (request, reply) =>
+      sendItems(
+        reply,
+        await attemptOperation(deps, request, true, async (ctx) => {
+          const outcomes = await taskBatches.submitMany(ctx, request.body.tasks);
+          return { statusCode: 200, body: { items: outcomes.map((o) => (o.ok ? { status: o.value.created ? 201 : 200, body: o.value.reply } : itemError(o.error))) } };
+        }),
+      ),
+    );
+
+    app.post('/mailboxes/:id/messages/send-batch', {
+      config: write,
+      schema: {
+        tags: ['mailboxes', 'batches'],
+        description:
+          'POST /mailboxes/{id}/messages for each message, in order, in one transaction: each send all or nothing by itself (its workKey, the backlog limits counting the sends before it), answered with the status (201, 200 or the error\'s) and body the single route would have given. 404 for an unknown mailbox.',
+        params: schemas.idParams,
+        headers: schemas.idempotencyHeaders,
+        body: schemas.sendBatchBody,
+        response: { 200: schemas.sendBatchReply, ...errorReplies(409, 413, 422) },
+      },
+    }, async (request, reply) =>
+      sendItems(
+        reply,
+        await attemptOperation(deps, request, true, async (ctx) => {
+          const outcomes = await messageBatches.sendMany(ctx, request.params.id, request.body.messages);
+          return { statusCode: 200, body: { items: outcomes.map((o) => (o.ok ? { status: o.value.created ? 201 : 200, body: o.value.view } : itemError(o.error))) } };
+        }),
+      ),
+    );
+
     const deliveryBatch = (single: string) => ({
       tags: ['mailboxes', 'batches'],
       description: `POST /messages/{id}/${single} for each item, in order, in one transaction: each item all or nothing by itself, answered with the status and body its single route would have given (one LEASE_LOST does not fail its neighbours). 200 whenever the batch itself is valid.`,
@@ -104,9 +146,9 @@ export function batchRoutes(deps: AppDeps) {
   };
 }
 
-/** One item of a delivery batch's reply. An error body is stored without a requestId: sendItems adds the replying request's. */
+/** One item of a batch's reply (delivery batches name their message). An error body is stored without a requestId: sendItems adds the replying request's. */
 interface ItemReply {
-  messageId: string;
+  messageId?: string;
   status: number;
   body: unknown;
 }

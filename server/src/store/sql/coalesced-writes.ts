@@ -20,28 +20,28 @@ export interface Coalescible<Row> {
  * the kinds were first held. Writes of different kinds may thus be reordered among themselves,
  * never across another statement; that is safe for the writes made coalescible, which are blind
  * (nothing reads their result), guarded in the statement itself, and touch rows whose locks the
- * transaction already holds or that are new. A row written twice (same identity) flushes the
- * first write before it is held, so a statement never updates one row twice.
+ * transaction already holds or that are new. A row written twice (same identity, whatever the
+ * kind: an update after its insert, a second update) flushes what is held before it is held, so
+ * a statement never writes one row twice and a row is inserted before it is updated.
  */
 export class CoalescingQueryable implements SqlQueryable {
-  private readonly held = new Map<string, { kind: Coalescible<unknown>; rows: unknown[]; identities: Set<string> }>();
+  private readonly held = new Map<string, { kind: Coalescible<unknown>; rows: unknown[] }>();
+  /** Rows held, of every kind: a row written again (an update after its insert, a second update) flushes what is held first. */
+  private readonly identities = new Set<string>();
   /** Flushed writes not yet known to have succeeded (PGlite runs them before the next statement; pg pipelines them). */
   private flushed: Promise<void>[] = [];
 
   constructor(private readonly inner: SqlQueryable) {}
 
   hold<Row>(kind: Coalescible<Row>, row: Row, identity: string | undefined): Promise<void> {
+    if (identity !== undefined && this.identities.has(identity)) this.flush();
     let group = this.held.get(kind.key);
-    if (group && identity !== undefined && group.identities.has(identity)) {
-      this.flush();
-      group = undefined;
-    }
     if (!group) {
-      group = { kind: kind as Coalescible<unknown>, rows: [], identities: new Set() };
+      group = { kind: kind as Coalescible<unknown>, rows: [] };
       this.held.set(kind.key, group);
     }
     group.rows.push(row);
-    if (identity !== undefined) group.identities.add(identity);
+    if (identity !== undefined) this.identities.add(identity);
     return Promise.resolve();
   }
 
@@ -73,6 +73,7 @@ export class CoalescingQueryable implements SqlQueryable {
       this.flushed.push(this.inner.write(text, params));
     }
     this.held.clear();
+    this.identities.clear();
   }
 
   /** `next`'s answer, or the failure of a flushed write sent before it (the one that says what went wrong). */

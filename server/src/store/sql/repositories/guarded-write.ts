@@ -22,9 +22,14 @@ export function guardedOne(statement: string, params: readonly SqlParam[], messa
  * change per row given. Rows are distinct (coalesced-writes.ts flushes before a row repeats).
  */
 export function guardedMany(statement: string, rows: readonly (readonly SqlParam[])[], message: string): { text: string; params: SqlParam[] } {
-  const arrays = rows[0]!.map((_, column) => rows.map((row) => row[column] as string | number | null));
+  const arrays = unnestColumns(rows);
   return {
     text: `WITH changed AS (${statement}) SELECT baton_assert(count(*) = $${arrays.length + 1}, $${arrays.length + 2}) FROM changed`,
     params: [...arrays, rows.length, `${message} (of ${rows.length})`],
   };
+}
+
+/** Rows of parameters as one array per column, in row order: the parameters of `unnest($1::t[], ...)`. */
+export function unnestColumns(rows: readonly (readonly SqlParam[])[]): SqlParam[] {
+  return rows[0]!.map((_, column) => rows.map((row) => row[column] as string | number | null));
 }

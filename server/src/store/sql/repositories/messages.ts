@@ -1,8 +1,8 @@
-import { assert, assertMailbox, assertMessage, type Candidate, type ClaimRequest, type Mailbox, type MailboxRepository, type Message, type MessageRepository } from '@baton/core';
+import { assert, assertMailbox, assertMessage, type Candidate, type ClaimRequest, type Mailbox, type MailboxRepository, type Message, type MessageRepository, type NewMessage } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextArray, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
-import { guardedMany, guardedOne, writeOne } from './guarded-write';
+import { guardedMany, guardedOne, unnestColumns } from './guarded-write';
 import { coalescedWrite, type Coalescible } from '../coalesced-writes';
 import { taskColumns, toTask } from './tasks';
 
@@ -189,6 +189,45 @@ function stateParams(m: Message): SqlParam[] {
   ];
 }
 
+const insertedColumns = 'space_id, id, mailbox_id, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at, task_id, requirements, claimed';
+
+function insertParams(m: NewMessage): SqlParam[] {
+  return [
+    m.spaceId, m.id, m.mailboxId, m.scopeId, jsonParam(m.payload), m.workKey, timeParamOrNull(m.deadline), m.state, m.attempt, m.tokenHash, m.holder, m.holderSession,
+    timeParamOrNull(m.leaseExpiresAt), m.result === null ? null : jsonParam(m.result), timeParam(m.createdAt), timeParam(m.updatedAt), m.taskId,
+    m.requirements === null ? null : jsonParam(m.requirements), m.claimed === null ? null : jsonParam(m.claimed),
+  ];
+}
+
+/**
+ * Message inserts of a transaction as one statement (coalesced-writes.ts). Several are one INSERT
+ * ... SELECT from unnest WITH ORDINALITY, ordered: seq is an identity column, and taking its values
+ * in the order the sends were made keeps FIFO.
+ */
+const insertMessages: Coalescible<NewMessage> = {
+  key: 'messages.insert',
+  statement(messages) {
+    if (messages.length === 1) {
+      return {
+        text: `INSERT INTO messages (${insertedColumns})
+               VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17, $18::jsonb, $19::jsonb)`,
+        params: insertParams(messages[0]!),
+      };
+    }
+    return {
+      text: `INSERT INTO messages (${insertedColumns})
+             SELECT space_id, id, mailbox_id, scope_id, payload::jsonb, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result::jsonb,
+               created_at, updated_at, task_id, requirements::jsonb, claimed::jsonb
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[],
+               $13::timestamptz[], $14::text[], $15::timestamptz[], $16::timestamptz[], $17::text[], $18::text[], $19::text[])
+               WITH ORDINALITY AS m(space_id, id, mailbox_id, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result,
+                 created_at, updated_at, task_id, requirements, claimed, n)
+             ORDER BY n`,
+      params: unnestColumns(messages.map(insertParams)),
+    };
+  },
+};
+
 /** Message updates of a transaction as one guarded UPDATE (coalesced-writes.ts); one alone as before. */
 const updateMessages: Coalescible<Message> = {
   key: 'messages.update',
@@ -218,15 +257,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
   return {
     async insert(m) {
       assertMessage({ ...m, seq: 0 });
-      await q.write(
-        `INSERT INTO messages (space_id, id, mailbox_id, scope_id, payload, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result, created_at, updated_at, task_id, requirements, claimed)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17, $18::jsonb, $19::jsonb)`,
-        [
-          m.spaceId, m.id, m.mailboxId, m.scopeId, jsonParam(m.payload), m.workKey, timeParamOrNull(m.deadline), m.state, m.attempt, m.tokenHash, m.holder, m.holderSession,
-          timeParamOrNull(m.leaseExpiresAt), m.result === null ? null : jsonParam(m.result), timeParam(m.createdAt), timeParam(m.updatedAt), m.taskId,
-          m.requirements === null ? null : jsonParam(m.requirements), m.claimed === null ? null : jsonParam(m.claimed),
-        ],
-      );
+      await coalescedWrite(q, insertMessages, m, `messages/${m.spaceId}/${m.id}`);
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
@@ -243,7 +274,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     },
     async update(m) {
       assertMessage(m);
-      await coalescedWrite(q, updateMessages, m, `${m.spaceId}/${m.id}`);
+      await coalescedWrite(q, updateMessages, m, `messages/${m.spaceId}/${m.id}`);
     },
     async list(spaceId, mailboxId, states, after, limit) {
       const rows = await q.query<Row>(

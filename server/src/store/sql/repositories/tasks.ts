@@ -1,8 +1,8 @@
 import { assertTask, type JournalEvent, type Task, type TaskRepository, type TaskSubscriber } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toBigint, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
-import type { SqlQueryable } from '../driver';
-import { guardedMany, guardedOne, writeOne } from './guarded-write';
+import type { SqlParam, SqlQueryable } from '../driver';
+import { guardedMany, guardedOne, unnestColumns } from './guarded-write';
 import { coalescedWrite, type Coalescible } from '../coalesced-writes';
 import { encodePosition } from './events';
 
@@ -46,6 +46,45 @@ const toSubscriber = (r: Row): TaskSubscriber => ({
 
 const jsonOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : jsonParam(v));
 
+const taskInsertParams = (t: Task): SqlParam[] => [
+  t.spaceId, t.id, t.taskKey, t.fingerprint, t.mailboxId, t.scopeId, t.state, jsonParam(t.input), jsonParam(t.requirements), t.workLimit, timeParamOrNull(t.deadline),
+  t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.createdAt), timeParam(t.updatedAt), t.groupId,
+];
+
+/**
+ * Task inserts of a transaction as one statement (coalesced-writes.ts). DO NOTHING on the taskKey
+ * only, and then baton_won: a submit that lost a key to a concurrent one fails its transaction as
+ * raced (BT001), and runs again as a join (core/src/store/raced.ts).
+ */
+const insertTasks: Coalescible<Task> = {
+  key: 'tasks.insert',
+  statement(tasks) {
+    if (tasks.length === 1) {
+      const t = tasks[0]!;
+      return {
+        text: `WITH inserted AS (
+                 INSERT INTO tasks (${taskColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
+                 ON CONFLICT (space_id, task_key) DO NOTHING RETURNING 1)
+               SELECT baton_won(count(*) = 1, $19) FROM inserted`,
+        params: [...taskInsertParams(t), `taskKey ${t.taskKey} is taken`],
+      };
+    }
+    return {
+      text: `WITH inserted AS (
+               INSERT INTO tasks (${taskColumns})
+               SELECT space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input::jsonb, requirements::jsonb, work_limit, deadline, attempts, outcome::jsonb,
+                 failure_reason, message_id, created_at, updated_at, group_id
+               FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[],
+                 $12::int[], $13::text[], $14::text[], $15::text[], $16::timestamptz[], $17::timestamptz[], $18::text[])
+                 AS t(space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input, requirements, work_limit, deadline, attempts, outcome, failure_reason,
+                   message_id, created_at, updated_at, group_id)
+               ON CONFLICT (space_id, task_key) DO NOTHING RETURNING 1)
+             SELECT baton_won(count(*) = $19, $20) FROM inserted`,
+      params: [...unnestColumns(tasks.map(taskInsertParams)), tasks.length, `one of ${tasks.length} taskKeys is taken`],
+    };
+  },
+};
+
 const taskStateParams = (t: Task) => [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt)];
 
 /** Task updates of a transaction as one guarded UPDATE (coalesced-writes.ts); one alone as before. */
@@ -77,22 +116,16 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
       assertTask(t);
       // DO NOTHING on the taskKey only, and then baton_won: a submit that lost the key to a
       // concurrent one fails its transaction as raced (BT001), and runs again as a join.
-      await q.write(
-        `WITH inserted AS (
-           INSERT INTO tasks (${taskColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
-           ON CONFLICT (space_id, task_key) DO NOTHING RETURNING 1)
-         SELECT baton_won(count(*) = 1, $19) FROM inserted`,
-        [
-          t.spaceId, t.id, t.taskKey, t.fingerprint, t.mailboxId, t.scopeId, t.state, jsonParam(t.input), jsonParam(t.requirements), t.workLimit, timeParamOrNull(t.deadline),
-          t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.createdAt), timeParam(t.updatedAt), t.groupId,
-          `taskKey ${t.taskKey} is taken`,
-        ],
-      );
+      await coalescedWrite(q, insertTasks, t, `tasks/${t.spaceId}/${t.id}`);
     },
     async get(spaceId, id, options) {
       const lock = lockClause(options);
       const [row] = await q.query<Row>(`SELECT ${taskColumns} FROM tasks WHERE space_id = $1 AND id = $2${lock}`, [spaceId, id]);
       return row && toTask(row);
+    },
+    async getByKeys(spaceId, taskKeys) {
+      const rows = await q.query<Row>(`SELECT ${taskColumns} FROM tasks WHERE space_id = $1 AND task_key = ANY($2::text[])`, [spaceId, [...new Set(taskKeys)]]);
+      return rows.map(toTask);
     },
     async getByKey(spaceId, taskKey) {
       const [row] = await q.query<Row>(`SELECT ${taskColumns} FROM tasks WHERE space_id = $1 AND task_key = $2`, [spaceId, taskKey]);
@@ -100,7 +133,7 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
     },
     async update(t) {
       assertTask(t);
-      await coalescedWrite(q, updateTasks, t, `${t.spaceId}/${t.id}`);
+      await coalescedWrite(q, updateTasks, t, `tasks/${t.spaceId}/${t.id}`);
     },
     async getByDeliveries(spaceId, messageIds) {
       const rows = await q.query<Row>(

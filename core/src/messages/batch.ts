@@ -1,0 +1,23 @@
+import { eachItem, type ItemOutcome } from '../batches/items';
+import type { OpContext } from '../context';
+import type { MessageView, SendBody } from '../schemas/messages';
+import { messageView } from './views';
+import { sendTargetOf, sendTo } from './service';
+
+/**
+ * send-batch (decisions §8): each message as POST /mailboxes/{id}/messages would answer it, in
+ * order. The mailbox and its backlog are read once; each send counts against the limits of the
+ * next (sendTo keeps the target current). A send fails, when it fails, before it writes
+ * (prepareSend), so no item needs a savepoint. Every item's events are appended together.
+ */
+export async function sendMany(ctx: OpContext, mailboxId: string, bodies: readonly SendBody[]): Promise<ItemOutcome<{ created: boolean; view: MessageView }>[]> {
+  const target = await sendTargetOf(ctx, mailboxId);
+  const events: Parameters<typeof ctx.tx.events.append>[2] = [];
+  const outcomes = await eachItem(ctx, bodies, () => false, async (body) => {
+    const sent = await sendTo(ctx, target, body);
+    events.push(...sent.events);
+    return { created: sent.created, view: messageView(sent.message) };
+  });
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
+  return outcomes;
+}

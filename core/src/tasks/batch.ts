@@ -1,0 +1,34 @@
+import { eachItem, type ItemOutcome } from '../batches/items';
+import type { OpContext } from '../context';
+import type { SendTarget } from '../messages/model';
+import type { TaskSubmitBody } from '../schemas/tasks';
+import { together } from '../store/together';
+import type { Task } from './model';
+import { submitWith, type Submitted } from './service';
+
+/**
+ * submit-batch (decisions §8): each item as POST /tasks would answer it, in order. The keys of
+ * every item and the mailboxes they name are read in one round trip up front, and kept current
+ * as items run: a key an earlier item created is joined by a later one, and a delivery an
+ * earlier item sent counts against the backlog limits of the next. A submit fails, when it
+ * fails, before it writes (tasks/service.ts createTask), so no item needs a savepoint.
+ */
+export async function submitMany(ctx: OpContext, bodies: readonly TaskSubmitBody[]): Promise<ItemOutcome<Submitted>[]> {
+  const mailboxIds = [...new Set(bodies.map((b) => b.mailboxId))];
+  const [existing, targets] = await together(
+    ctx.tx.tasks.getByKeys(ctx.spaceId, bodies.map((b) => b.taskKey)),
+    together(...mailboxIds.map((id) => ctx.tx.mailboxes.getForSend(ctx.spaceId, id, ctx.limits.maxBacklog))),
+  );
+  const byKey = new Map<string, Task>(existing.map((t) => [t.taskKey, t]));
+  const targetOf = new Map<string, SendTarget | undefined>(mailboxIds.map((id, i) => [id, targets[i]]));
+  return eachItem(ctx, bodies, () => false, async (body) => {
+    const target = targetOf.get(body.mailboxId);
+    const submitted = await submitWith(ctx, body, byKey.get(body.taskKey), target);
+    if (submitted.created) {
+      byKey.set(body.taskKey, submitted.task);
+      // The space's backlog is one count, read with each mailbox: the send counted it on its own target only.
+      for (const other of targetOf.values()) if (other && other !== target) other.live.space += 1;
+    }
+    return submitted;
+  });
+}
