@@ -1,5 +1,5 @@
 import type { schemas } from '@baton/core';
-import type { Admitted, BatchItemReply, CallOptions, GroupView, In, Out, TaskGroupApi, WorkerApi } from './contract';
+import type { Admitted, BatchItemReply, CallOptions, CreatedItemReply, GroupView, In, Out, TaskGroupApi, WorkerApi } from './contract';
 import { BatonApiError, errorFromReply, isRetryable, networkError, timeoutError } from './errors';
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry';
@@ -154,6 +154,8 @@ export interface BatonClient extends WorkerApi, TaskGroupApi {
   complete(messageId: string, body: In<S['completeBody']>, options?: CallOptions): Promise<Out<S['completeReply']>>;
   /** POST /messages/{id}/nack */
   nack(messageId: string, body: In<S['nackBody']>, options?: CallOptions): Promise<Out<S['nackReply']>>;
+  /** POST /mailboxes/{id}/messages/send-batch: each message answered as send would, in order. */
+  sendBatch(mailboxId: string, body: In<S['sendBatchBody']>, options?: CallOptions): Promise<CreatedItemReply<Out<S['messageView']>>[]>;
   /** POST /mailboxes/{id}/recv-batch: up to maxMessages claimed in FIFO order; [] for 204. */
   recvBatch(mailboxId: string, body: In<S['recvBatchBody']>, options?: CallOptions): Promise<Out<S['deliveryView']>[]>;
   /** POST /messages/complete-batch: each item answered as complete would, in order; a failed item does not fail the call. */
@@ -168,6 +170,8 @@ export interface BatonClient extends WorkerApi, TaskGroupApi {
   listTasks(query?: TaskListQuery, options?: CallOptions): Promise<Out<S['taskPage']>>;
   /** POST /tasks: create-or-join by taskKey. */
   submitTask(body: In<S['taskSubmitBody']>, options?: CallOptions): Promise<Out<S['taskSubmitReply']>>;
+  /** POST /tasks/submit-batch: each task answered as submitTask would, in order (helpers.ts submitMany chunks any number). */
+  submitBatch(body: In<S['submitBatchBody']>, options?: CallOptions): Promise<CreatedItemReply<Out<S['taskSubmitReply']>>[]>;
   /** GET /tasks/{id} */
   getTask(taskId: string, options?: CallOptions): Promise<Out<S['taskView']>>;
   /** POST /tasks/{id}/cancel */
@@ -378,6 +382,7 @@ export function createClient(options: ClientOptions): BatonClient {
     renew: (messageId, body, o) => post(`/messages/${id(messageId)}/renew`, body, o),
     complete: (messageId, body, o) => post(`/messages/${id(messageId)}/complete`, body, o),
     nack: (messageId, body, o) => post(`/messages/${id(messageId)}/nack`, body, o),
+    sendBatch: async (mailboxId, body, o) => itemsOf(await post(`/mailboxes/${id(mailboxId)}/messages/send-batch`, body, o)),
     recvBatch: async (mailboxId, body, o) =>
       itemsOf(await call({ method: 'POST', path: `/mailboxes/${id(mailboxId)}/recv-batch`, body, ...waitOf(body), emptyIsNull: true }, o)),
     completeBatch: async (body, o) => itemsOf(await post('/messages/complete-batch', body, o)),
@@ -386,6 +391,7 @@ export function createClient(options: ClientOptions): BatonClient {
 
     listTasks: (query, o) => get('/tasks', { ...stateList(query), scopeId: query?.scopeId }, o),
     submitTask: (body, o) => post('/tasks', body, o),
+    submitBatch: async (body, o) => itemsOf(await post('/tasks/submit-batch', body, o)),
     getTask: (taskId, o) => get(`/tasks/${id(taskId)}`, undefined, o),
     cancelTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/cancel`, body ?? {}, o),
     joinTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/join`, body, o),

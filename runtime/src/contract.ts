@@ -37,6 +37,12 @@ export interface BatchItemReply<T> {
   body: T | { error: { code: string; message: string; requestId: string; details?: unknown } };
 }
 
+/** One item of a submit- or send-batch reply: 201 or 200 with the single route's reply, or the error envelope. */
+export interface CreatedItemReply<T> {
+  status: number;
+  body: T | { error: { code: string; message: string; requestId: string; details?: unknown } };
+}
+
 /** The subset of the client that worker.ts and helpers.ts use. client.ts implements it (and more). */
 export interface WorkerApi {
   admit(body: In<typeof schemas.admitBody>, options?: CallOptions): Promise<Admitted | null>;
@@ -49,6 +55,8 @@ export interface WorkerApi {
   complete(messageId: string, body: In<typeof schemas.completeBody>, options?: CallOptions): Promise<Out<typeof schemas.completeReply>>;
   nack(messageId: string, body: In<typeof schemas.nackBody>, options?: CallOptions): Promise<Out<typeof schemas.nackReply>>;
   submitTask(body: In<typeof schemas.taskSubmitBody>, options?: CallOptions): Promise<Out<typeof schemas.taskSubmitReply>>;
+  /** POST /tasks/submit-batch: one reply per task, in order ({status, body}: 201 created, 200 joined, or the error). */
+  submitBatch(body: In<typeof schemas.submitBatchBody>, options?: CallOptions): Promise<CreatedItemReply<Out<typeof schemas.taskSubmitReply>>[]>;
   getTask(taskId: string, options?: CallOptions): Promise<Out<typeof schemas.taskView>>;
   reserve(budgetId: string, body: In<typeof schemas.reserveBody>, options?: CallOptions): Promise<Out<typeof schemas.reservationView>>;
   settle(budgetId: string, body: In<typeof schemas.settleBody>, options?: CallOptions): Promise<Out<typeof schemas.entryReply>>;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { schemas } from '@baton/core';
 import type { CallOptions, Out, WorkerApi } from './contract';
-import { acquireQuota, arriveAndWait, submitAndAwait, WaitEndedError, WaitTimeoutError, withReservation } from './helpers';
+import { acquireQuota, arriveAndWait, submitAndAwait, submitMany, WaitEndedError, WaitTimeoutError, withReservation } from './helpers';
 import type { RuntimeClock } from './clock';
 
 type Reservation = Out<typeof schemas.reservationView>;
@@ -240,5 +240,34 @@ describe('submitAndAwait', () => {
     const { api } = fakeApi({ submitTask: async () => ({ taskId: 't', state: 'PENDING', created: true }), getTask: async () => task('RUNNING') });
     await expect(submitAndAwait(api, body, { timeoutMs: 1_000, pollMs: 300, clock })).rejects.toBeInstanceOf(WaitTimeoutError);
     expect(clock.sleeps).toEqual([300, 300, 300, 100]);
+  });
+});
+
+describe('submitMany', () => {
+  const task = (n: number) => ({ scopeId, mailboxId: randomUUID(), taskKey: `t-${n}` });
+
+  it('submits in batches of batchSize, in order, and answers one result per task', async () => {
+    const { api, calls } = fakeApi({
+      submitBatch: async (body) =>
+        body.tasks.map((t) =>
+          t.taskKey === 't-3'
+            ? { status: 409, body: { error: { code: 'TASK_KEY_CONFLICT', message: 'another fingerprint', requestId: 'r' } } }
+            : { status: t.taskKey === 't-1' ? 200 : 201, body: { taskId: `id-${t.taskKey}`, state: 'PENDING' as const, created: t.taskKey !== 't-1' } },
+        ),
+    });
+    const results = await submitMany(api, [0, 1, 2, 3, 4].map(task), { batchSize: 2 });
+    expect(calls.map((c) => (c.args[0] as { tasks: { taskKey: string }[] }).tasks.map((t) => t.taskKey))).toEqual([['t-0', 't-1'], ['t-2', 't-3'], ['t-4']]);
+    expect(results.map((r) => (r.ok ? [r.created, r.reply.taskId] : [r.error.code, r.error.status]))).toEqual([
+      [true, 'id-t-0'],
+      [false, 'id-t-1'],
+      [true, 'id-t-2'],
+      ['TASK_KEY_CONFLICT', 409],
+      [true, 'id-t-4'],
+    ]);
+  });
+
+  it('refuses a batchSize outside 1..100', async () => {
+    const { api } = fakeApi({});
+    await expect(submitMany(api, [task(1)], { batchSize: 101 })).rejects.toBeInstanceOf(RangeError);
   });
 });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { schemas } from '@baton/core';
-import type { In, Out, WorkerApi } from './contract';
+import type { ApiErrorShape, In, Out, WorkerApi } from './contract';
 import { systemClock, type RuntimeClock } from './clock';
 
 /**
@@ -211,6 +211,37 @@ export async function arriveAndWait(
 // Tasks
 
 export const terminalTaskStates: ReadonlySet<TaskView['state']> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED']);
+
+/** A task of submitMany: its reply (created or joined), or the error its submit answered. */
+export type SubmitResult = { ok: true; created: boolean; reply: Out<typeof schemas.taskSubmitReply> } | { ok: false; error: ApiErrorShape };
+
+/**
+ * Submits any number of tasks in batches of up to `batchSize` (POST /tasks/submit-batch, 100 at
+ * most), one batch after another, and answers one result per task in order. Each task is
+ * create-or-join by its taskKey, so running the same call again (after a crash, say) joins what
+ * it already created. One task refused (TASK_KEY_CONFLICT, BACKLOG_FULL, ...) fails only itself;
+ * a batch that fails whole (after the client's retries) throws, and the batches before it stand.
+ */
+export async function submitMany(
+  client: WorkerApi,
+  tasks: readonly In<typeof schemas.taskSubmitBody>[],
+  options: { batchSize?: number; signal?: AbortSignal } = {},
+): Promise<SubmitResult[]> {
+  const batchSize = options.batchSize ?? maxBatchItems;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > maxBatchItems) throw new RangeError(`batchSize must be 1 to ${maxBatchItems}, got ${batchSize}`);
+  const results: SubmitResult[] = [];
+  for (let start = 0; start < tasks.length; start += batchSize) {
+    const replies = await client.submitBatch({ tasks: tasks.slice(start, start + batchSize) }, options.signal ? { signal: options.signal } : {});
+    for (const reply of replies) {
+      if (reply.status === 200 || reply.status === 201) results.push({ ok: true, created: reply.status === 201, reply: reply.body as Out<typeof schemas.taskSubmitReply> });
+      else results.push({ ok: false, error: { ...(reply.body as { error: Omit<ApiErrorShape, 'status'> }).error, status: reply.status } });
+    }
+  }
+  return results;
+}
+
+/** decisions §8: a batch holds 1 to 100 items. */
+const maxBatchItems = 100;
 
 /**
  * Submit (create-or-join by taskKey, so a retry with the same body joins the same task) and

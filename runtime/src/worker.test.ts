@@ -175,6 +175,7 @@ class FakeMailbox {
     nackBatch: async ({ items }) => this.batch('nack-batch', items, ({ messageId, ...body }) => this.api.nack(messageId, body)),
     renewBatch: async ({ items }) => this.batch('renew-batch', items, ({ messageId, ...body }) => this.api.renew(messageId, body)),
     submitTask: unused,
+    submitBatch: unused,
     getTask: unused,
     reserve: unused,
     settle: unused,
