@@ -22,6 +22,8 @@ export const plantableBugs = [
   'admission-keeps-pool-units',
   /** a task group evaluates its rule again after it has decided, so a later verdict or member end decides it a second time (task groups). */
   'group-decides-twice',
+  /** a batch route (decisions §8) retried with its Idempotency-Key runs its items again instead of replaying its reply. */
+  'batch-replay-reapplies',
 ] as const;
 
 /**

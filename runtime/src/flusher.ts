@@ -4,6 +4,12 @@ import type { ApiErrorShape } from './contract';
 /** One item's answer from a flush: the single route's reply, or the error it (or the whole request) failed with. */
 export type ItemResult<T> = { ok: true; value: T } | { ok: false; error: ApiErrorShape | unknown };
 
+/**
+ * The answer of an item that was still wanted when added but no longer when its request was
+ * formed (the lease it acts on ran out while it waited): it was not sent.
+ */
+export const withdrawn: ItemResult<never> = { ok: false, error: Symbol.for('baton.flusher.withdrawn') };
+
 /** Sends one flush: the items in order, answered in order (one result per item). */
 export type SendItems<I, T> = (items: I[]) => Promise<ItemResult<T>[]>;
 
@@ -30,7 +36,7 @@ export interface FlusherOptions {
  * answers every item it carried with that error.
  */
 export class Flusher<I, T> {
-  private pending: { item: I; answer: (result: ItemResult<T>) => void }[] = [];
+  private pending: Pending<I, T>[] = [];
   private inFlight = 0;
   private scheduled = false;
 
@@ -43,9 +49,14 @@ export class Flusher<I, T> {
     if (!Number.isInteger(options.maxInFlight) || options.maxInFlight < 1) throw new RangeError(`maxInFlight must be a positive integer, got ${options.maxInFlight}`);
   }
 
-  add(item: I): Promise<ItemResult<T>> {
+  /**
+   * Queues `item`; `stillWanted`, asked when its request is formed, withdraws it unsent (answer
+   * `withdrawn`) when it has become pointless or unsafe meanwhile, as a complete whose lease ran
+   * out while it waited for a request: the token is not the worker's to use any more.
+   */
+  add(item: I, stillWanted: () => boolean = () => true): Promise<ItemResult<T>> {
     return new Promise((answer) => {
-      this.pending.push({ item, answer });
+      this.pending.push({ item, answer, stillWanted });
       if (this.pending.length >= this.options.maxItems) this.flushNow();
       else this.schedule();
     });
@@ -67,13 +78,19 @@ export class Flusher<I, T> {
 
   private flushNow(): void {
     while (this.pending.length > 0 && this.inFlight < this.options.maxInFlight) {
-      const batch = this.pending.splice(0, this.options.maxItems);
+      const batch: Pending<I, T>[] = [];
+      while (batch.length < this.options.maxItems && this.pending.length > 0) {
+        const next = this.pending.shift()!;
+        if (next.stillWanted()) batch.push(next);
+        else next.answer(withdrawn);
+      }
+      if (batch.length === 0) continue;
       this.inFlight += 1;
       void this.deliver(batch);
     }
   }
 
-  private async deliver(batch: { item: I; answer: (result: ItemResult<T>) => void }[]): Promise<void> {
+  private async deliver(batch: Pending<I, T>[]): Promise<void> {
     let results: ItemResult<T>[];
     try {
       results = await this.send(batch.map((b) => b.item));
@@ -87,4 +104,10 @@ export class Flusher<I, T> {
     if (this.pending.length >= this.options.maxItems) this.flushNow();
     else if (this.pending.length > 0) this.schedule();
   }
+}
+
+interface Pending<I, T> {
+  item: I;
+  answer: (result: ItemResult<T>) => void;
+  stillWanted: () => boolean;
 }

@@ -84,7 +84,7 @@ class FakeMailbox {
   readonly calls: { op: 'admit' | 'renew' | 'complete' | 'nack'; atMs: number; messageId?: string; body: unknown; options?: CallOptions }[] = [];
   /** Batch requests, by route, with how many items each carried. */
   readonly batches: { route: 'admit-batch' | 'complete-batch' | 'nack-batch' | 'renew-batch'; items: number; atMs: number }[] = [];
-  /** While set, batch requests of these routes wait for it before they answer (or fail). */
+  /** While set, batch requests are applied at once but answer (or fail) only when it settles. */
   holdBatches: Promise<void> | null = null;
   /** Admit calls still waiting in their long poll. */
   openAdmits = 0;
@@ -193,7 +193,8 @@ class FakeMailbox {
 
   private async batch<I extends { messageId: string }, T>(route: FakeMailbox['batches'][number]['route'], items: I[], single: (item: I) => Promise<T>): Promise<BatchItemReply<T>[]> {
     this.batches.push({ route, items: items.length, atMs: this.clock.now() });
-    if (this.holdBatches) await this.holdBatches;
+    // Applied on arrival; the reply is what holdBatches delays (or fails).
+    const hold = this.holdBatches;
     const replies: BatchItemReply<T>[] = [];
     for (const item of items) {
       try {
@@ -203,6 +204,7 @@ class FakeMailbox {
         replies.push({ messageId: item.messageId, status: e.status, body: { error: { code: e.code, message: e.message, requestId: 'req-fake' } } });
       }
     }
+    if (hold) await hold;
     return replies;
   }
 
@@ -676,6 +678,30 @@ describe('worker with batching (the default)', () => {
     expect(box.batches.filter((b) => b.route === 'complete-batch').map((b) => b.items)).toEqual([2]);
     expect(events.filter((e) => e.type === 'lease_lost')).toMatchObject([{ messageId: a.messageId, cause: 'LEASE_LOST' }]);
     expect(worker.stats).toMatchObject({ completed: 1, leaseLost: 1 });
+    await stopNow(clock, worker);
+  });
+
+  it('a complete that waited for a request past its lease is withdrawn: reported lost (EXPIRED), never sent', async () => {
+    const control = controlledHandler();
+    const { clock, box, events, worker } = setup({ handler: control.handler, concurrency: 2, leaseSeconds: 30, batching: { maxInFlight: 1 } });
+    const [a, b] = [box.submit('a'), box.submit('b')];
+    worker.start();
+    await clock.advance(0);
+    // a's complete goes out and its request hangs; b's handler finishes meanwhile and waits.
+    let answer!: () => void;
+    box.holdBatches = new Promise<void>((resolve) => (answer = resolve));
+    control.calls[0]!.finish.resolve('A');
+    await clock.advance(0);
+    box.renewFailure = new FakeApiError('NETWORK', 0); // b's lease is not extended
+    control.calls[1]!.finish.resolve('B');
+    await clock.advance(31_000); // past b's lease while a's request still hangs
+    box.holdBatches = null;
+    answer();
+    await clock.advance(0);
+    expect(box.ops('complete').map((c) => c.messageId)).toEqual([a.messageId]);
+    expect(events.filter((e) => e.type === 'lease_lost')).toMatchObject([{ messageId: b.messageId, cause: 'EXPIRED' }]);
+    expect(worker.stats).toMatchObject({ completed: 1, leaseLost: 1 });
+    box.renewFailure = null;
     await stopNow(clock, worker);
   });
 

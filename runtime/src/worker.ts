@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
 import type { Admitted, ApiErrorShape, BatchItemReply, CallOptions, WorkerApi } from './contract';
-import { Flusher, type FlusherOptions, type ItemResult } from './flusher';
+import { Flusher, withdrawn, type FlusherOptions, type ItemResult } from './flusher';
 
 /**
  * The worker loop: admit task deliveries with long polls, run a handler for each under a
@@ -267,9 +267,10 @@ type RenewItem = Parameters<WorkerApi['renew']>[1] & { messageId: string };
 function deliverySteps(client: WorkerApi, clock: RuntimeClock, batching: FlusherOptions | null) {
   const without = ({ messageId: _, ...body }: { messageId: string }) => body;
   if (batching === null) {
+    const unlessWithdrawn = <T>(stillWanted: () => boolean, send: () => Promise<T>): Promise<ItemResult<T>> => (stillWanted() ? resultOf(send()) : Promise.resolve(withdrawn));
     return {
-      complete: (item: CompleteItem) => resultOf(client.complete(item.messageId, without(item) as Parameters<WorkerApi['complete']>[1])),
-      nack: (item: NackItem) => resultOf(client.nack(item.messageId, without(item) as Parameters<WorkerApi['nack']>[1])),
+      complete: (item: CompleteItem, stillWanted: () => boolean) => unlessWithdrawn(stillWanted, () => client.complete(item.messageId, without(item) as Parameters<WorkerApi['complete']>[1])),
+      nack: (item: NackItem, stillWanted: () => boolean) => unlessWithdrawn(stillWanted, () => client.nack(item.messageId, without(item) as Parameters<WorkerApi['nack']>[1])),
       renew: (item: RenewItem, options: CallOptions) => resultOf(client.renew(item.messageId, without(item) as Parameters<WorkerApi['renew']>[1], options)),
     };
   }
@@ -277,8 +278,8 @@ function deliverySteps(client: WorkerApi, clock: RuntimeClock, batching: Flusher
   const nacks = new Flusher<NackItem, Awaited<ReturnType<WorkerApi['nack']>>>(async (items) => resultsOf(await client.nackBatch({ items })), clock, batching);
   const renewals = new Flusher<RenewItem, Awaited<ReturnType<WorkerApi['renew']>>>(async (items) => resultsOf(await client.renewBatch({ items })), clock, batching);
   return {
-    complete: (item: CompleteItem) => completes.add(item),
-    nack: (item: NackItem) => nacks.add(item),
+    complete: (item: CompleteItem, stillWanted: () => boolean) => completes.add(item, stillWanted),
+    nack: (item: NackItem, stillWanted: () => boolean) => nacks.add(item, stillWanted),
     renew: (item: RenewItem, _options: CallOptions) => renewals.add(item),
   };
 }
@@ -446,7 +447,8 @@ export function createWorker(options: WorkerOptions): Worker {
 
   async function complete(run: Run, value: unknown): Promise<void> {
     const { messageId, taskId } = run.delivery;
-    const result = await steps.complete(value === undefined ? { messageId, token: run.token } : { messageId, token: run.token, result: { payload: value } });
+    const result = await steps.complete(value === undefined ? { messageId, token: run.token } : { messageId, token: run.token, result: { payload: value } }, leaseLive(run));
+    if (result === withdrawn) return recordLeaseLost(run, 'EXPIRED');
     if (result.ok) {
       counters.completed += 1;
       emit({ type: 'completed', messageId, taskId });
@@ -459,7 +461,8 @@ export function createWorker(options: WorkerOptions): Worker {
 
   async function nack(run: Run, retry: boolean, reason: 'handler' | 'drain', cause?: unknown): Promise<void> {
     const { messageId, taskId } = run.delivery;
-    const result = await steps.nack({ messageId, token: run.token, retry });
+    const result = await steps.nack({ messageId, token: run.token, retry }, leaseLive(run));
+    if (result === withdrawn) return recordLeaseLost(run, 'EXPIRED');
     if (result.ok) {
       counters.failed += 1;
       emit({ type: 'failed', messageId, taskId, retry, reason, ...(cause === undefined ? {} : { error: cause }) });
@@ -470,6 +473,13 @@ export function createWorker(options: WorkerOptions): Worker {
   }
 
   // --- the lease -----------------------------------------------------------------------------
+
+  /**
+   * Whether the run's token may still be used: its local deadline has not passed. Asked when a
+   * complete or nack leaves (a flusher forms its request later than the handler returned), so a
+   * finish that waited past the lease is withdrawn and reported lost, never sent.
+   */
+  const leaseLive = (run: Run) => (): boolean => clock.now() < run.deadlineMs;
 
   async function keepRenewing(run: Run): Promise<void> {
     while (run.state === 'running') {

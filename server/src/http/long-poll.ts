@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { isReadyTopic } from '@baton/core';
 import type { AppDeps } from './deps';
 
@@ -51,6 +52,8 @@ export async function longPollOn<T>(
     const remaining = deadline - deps.clock.now();
     if (remaining <= 0 || deps.drain.draining) return answer(await read());
     const disarm = new AbortController();
+    // One abort listener per armed topic (a recv over gate scopes arms two per scope): not a leak.
+    setMaxListeners(armed.size + 1, disarm.signal);
     const onDrain = (): void => disarm.abort();
     deps.drain.signal.addEventListener('abort', onDrain, { once: true });
     const woken = Promise.race(

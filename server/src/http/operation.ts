@@ -49,6 +49,7 @@ export async function attemptOperation(
   const nowMs = deps.clock.now();
   const limits = spaceLimits(request.principal!.space, request.principal!.org);
   const ctx = (tx: Tx): OpContext => ({ tx, spaceId, nowMs, random: deps.random, limits });
+  const replays = !(plantedBugs.has('batch-replay-reapplies') && request.routeOptions.url?.endsWith('-batch'));
 
   let outcome: Outcome;
   try {
@@ -58,7 +59,7 @@ export async function attemptOperation(
       // because nothing of the transaction commits unless the claim found the key free: on a
       // replay, or a key in flight, the whole transaction, the operation's writes with it, is
       // rolled back. Both always settle before the transaction ends.
-      const [claim, run] = await Promise.allSettled([key === undefined ? undefined : claimKey(tx, spaceId, key, fingerprint, nowMs), operation(ctx(tx))]);
+      const [claim, run] = await Promise.allSettled([key === undefined ? undefined : claimKey(tx, spaceId, key, fingerprint, nowMs, replays), operation(ctx(tx))]);
       if (claim.status === 'rejected') throw claim.reason;
       if (claim.value) throw new Replay(claim.value);
       if (run.status === 'rejected') throw run.reason;
@@ -94,7 +95,7 @@ async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fing
 }
 
 /** Takes the key for this transaction; returns the stored reply when this is a replay. */
-async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: string, nowMs: number): Promise<Outcome | undefined> {
+async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: string, nowMs: number, replays = true): Promise<Outcome | undefined> {
   // Lock and read are two statements sent together: the read must take its snapshot after the
   // lock is granted, or it could miss the reply of a first request that just committed. Sent
   // together they still cost one round trip; the read is ignored when the lock is refused.
@@ -102,7 +103,7 @@ async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: strin
   if (!locked) {
     throw new BatonError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still in flight; retry after it finishes');
   }
-  const record = plantedBugs.has('idempotency-applies-twice') ? undefined : stored;
+  const record = plantedBugs.has('idempotency-applies-twice') || !replays ? undefined : stored;
   if (!record || record.createdAt <= nowMs - replayWindowMs) return undefined;
   if (record.fingerprint !== fingerprint) {
     throw new BatonError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another method, path or body');

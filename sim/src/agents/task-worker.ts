@@ -329,7 +329,7 @@ export class TaskWorker extends Agent {
 
   private heardFailure(s: Session, what: 'renew' | 'complete' | 'nack', messageId: string, token: string, error: unknown): void {
     if (error instanceof BatonApiError && error.code === 'LEASE_LOST') {
-      this.tasks.ledger.leaseLost(token, this.sim.scheduler.now());
+      this.tasks.ledger.leaseLost(token, this.sim.scheduler.now(), what);
       s.lostAnswer.set(messageId, token);
       return;
     }

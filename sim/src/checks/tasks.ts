@@ -40,6 +40,8 @@ interface ClaimRecord {
   completedHeardAtMs?: number;
   /** When a LEASE_LOST was first heard for this token. */
   leaseLostHeardAtMs?: number;
+  /** A complete or nack of this token that answered LEASE_LOST (checked against the journal at the end). */
+  finishLostHeard?: 'complete' | 'nack';
   /** When the runtime worker holding this token reported it lost (event lease_lost). */
   runtimeLostAtMs?: number;
 }
@@ -115,9 +117,10 @@ export class TaskLedger {
   }
 
   /** Checked at the end: a LEASE_LOST before the lease ran out needs a journal event that ended the claim first (a cancel). */
-  leaseLost(token: string, heardAtMs: number): void {
+  leaseLost(token: string, heardAtMs: number, what: 'renew' | 'complete' | 'nack'): void {
     const record = this.claims.get(token)!;
     record.leaseLostHeardAtMs ??= heardAtMs;
+    if (what !== 'renew') record.finishLostHeard ??= what;
     this.stats.leaseLostAnswers++;
   }
 
@@ -678,6 +681,13 @@ function checkClients(replay: TaskReplay, ledger: TaskLedger, deliveries: Awaite
       const terminal = taskId ? replay.terminals.get(taskId)?.[0] : undefined;
       // A task whose deadline passed while its delivery was claimed is EXPIRED, and the claim runs on: its complete no longer changes the task.
       if (taskId && terminal !== 'task.succeeded' && terminal !== 'task.expired') problems.push(`task ${taskId}: the complete of its delivery answered 200 but its terminal outcome is ${terminal ?? 'none'}`);
+    }
+    // The worker sends one logical complete or nack per claim, and a retry of it (same
+    // Idempotency-Key, a batch's too) replays: so if the journal shows this claim ended by that
+    // very step, its answer cannot have been LEASE_LOST.
+    const endedBy = { complete: 'message.acked', nack: 'message.nacked' } as const;
+    if (claim.finishLostHeard !== undefined && claim.completedHeardAtMs === undefined && end?.type === endedBy[claim.finishLostHeard]) {
+      problems.push(`task delivery ${claim.messageId}: ${claim.session}'s ${claim.finishLostHeard} answered LEASE_LOST, but the journal shows its claim (attempt ${claim.attempt}) ended by that ${claim.finishLostHeard}: a retry ran it again instead of replaying`);
     }
     if (claim.leaseLostHeardAtMs !== undefined && claim.leaseLostHeardAtMs < claim.leaseExpiresAtMs && claim.completedHeardAtMs === undefined && (end === undefined || end.atMs > claim.leaseLostHeardAtMs)) {
       problems.push(`task delivery ${claim.messageId}: ${claim.session} heard LEASE_LOST at ${iso(claim.leaseLostHeardAtMs)}, before its lease ran out at ${iso(claim.leaseExpiresAtMs)}, and nothing had ended the claim`);
