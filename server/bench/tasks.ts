@@ -48,7 +48,6 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { LocalNotifier, SystemClock, type Notifier, type Store } from '@baton/core';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { createClient, createWorker } from '../../runtime/src/index';
 import { createBaton } from '../src/host/baton';
 import { PgNotifier } from '../src/notify/pg-notifier';
 import { openStore } from '../src/store/open-store';
@@ -216,7 +215,7 @@ type JobSpec =
   | { kind: 'wake'; queue: Queue; idle: number; samples: number; waitMs: number; quietMs: number }
   | { kind: 'submit'; queue: Queue; tasks: number; submitters: number; batch: number }
   | { kind: 'drain'; queue: Queue; tasks: number; workers: number; batch: number }
-  | { kind: 'runtimeDrain'; queue: Queue; tasks: number; workers: number; concurrency: number; batching: boolean };
+  | { kind: 'runtimeDrain'; queue: Queue; tasks: number; workers: number; concurrency: number };
 
 export interface CyclesResult {
   measuredSeconds: number;
@@ -520,45 +519,9 @@ async function drainJob(client: Client, spec: Extract<JobSpec, { kind: 'drain' }
   return { seconds: (performance.now() - t0) / 1000, done, emptyAdmits, samples: latencies.toJSON(), problems };
 }
 
-/**
- * The drain as a user of @baton/runtime runs it: `spec.workers` runtime workers (createWorker,
- * batching on unless `spec.batching` is false), each running `spec.concurrency` no-op handlers,
- * until every task is completed. Timed from start to the last complete's answer.
- */
-async function runtimeDrainJob(endpoint: Endpoint, spec: Extract<JobSpec, { kind: 'runtimeDrain' }>): Promise<RateResult> {
-  const problems = newProblems();
-  const client = createClient({ baseUrl: endpoint.baseUrl, apiKey: endpoint.key, spaceId: endpoint.spaceId });
-  let done = 0;
-  let allDone!: () => void;
-  const finished = new Promise<void>((resolve) => (allDone = resolve));
-  const workers = Array.from({ length: spec.workers }, (_, i) =>
-    createWorker({
-      client,
-      mailboxId: spec.queue.mailboxId,
-      scopeId: spec.queue.scopeId,
-      holder: `bench-runtime-${i}`,
-      concurrency: spec.concurrency,
-      leaseSeconds: 60,
-      waitMs: 1_000,
-      ...(spec.batching ? {} : { batching: false as const }),
-      handler: () => undefined,
-      onEvent: (event) => {
-        if (event.type === 'completed' && ++done === spec.tasks) allDone();
-        if (event.type === 'error' || event.type === 'lease_lost') record(problems, new Problem(`runtime ${event.type}: ${JSON.stringify(event).slice(0, 300)}`, undefined));
-      },
-    }),
-  );
-  const t0 = performance.now();
-  for (const worker of workers) worker.start();
-  await Promise.race([finished, sleep(600_000)]);
-  const seconds = (performance.now() - t0) / 1000;
-  await Promise.all(workers.map((worker) => worker.stop({ deadlineMs: 5_000 })));
-  return { seconds, done, emptyAdmits: 0, samples: new Latencies().toJSON(), problems };
-}
-
 async function runJobHere(message: JobMessage): Promise<JobResult> {
   const { spec } = message;
-  if (spec.kind === 'runtimeDrain') return runtimeDrainJob(message.endpoint, spec);
+  if (spec.kind === 'runtimeDrain') throw new Error('the runtime drain runs in runtime/bench/drain-job.ts');
   const connections = spec.kind === 'cycles' ? spec.workers : spec.kind === 'wake' ? spec.idle + 2 : spec.kind === 'submit' ? spec.submitters : spec.workers;
   const client = new Client(message.endpoint, connections);
   try {
@@ -586,11 +549,21 @@ if (!isMainThread && (workerData as JobMessage | undefined)?.tasksBenchJob) {
 const running = new Set<Worker>();
 let interrupted = false;
 
+/**
+ * The runtime drain's job lives with the runtime (runtime/bench/drain-job.ts) and is loaded by
+ * path: the server's benchmark drives @baton/runtime as a user's process would, without linking it.
+ */
+const runtimeDrainModule = new URL('../../runtime/bench/drain-job.ts', import.meta.url).href;
+
 /** Runs a job in a worker thread (client work never queues on the server's event loop), bounded by `limitSeconds`. */
 async function runJob<R extends JobResult>(endpoint: Endpoint, spec: JobSpec, limitSeconds: number): Promise<R> {
-  const message: JobMessage = { tasksBenchJob: true, endpoint, spec };
-  // tsx's loader is not inherited by workers on Node 20: the worker registers it, then loads us.
-  const boot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(import.meta.url)}); })`;
+  const runtimeDrain = spec.kind === 'runtimeDrain';
+  const message = runtimeDrain
+    ? { runtimeDrainJob: true, endpoint, mailboxId: spec.queue.mailboxId, scopeId: spec.queue.scopeId, tasks: spec.tasks, workers: spec.workers, concurrency: spec.concurrency }
+    : ({ tasksBenchJob: true, endpoint, spec } satisfies JobMessage);
+  const module = runtimeDrain ? runtimeDrainModule : import.meta.url;
+  // tsx's loader is not inherited by workers on Node 20: the worker registers it, then loads the job's module.
+  const boot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(module)}); })`;
   const worker = new Worker(boot, { eval: true, workerData: message });
   running.add(worker);
   let timedOut = false;
@@ -896,7 +869,7 @@ export async function runStore(kind: StoreKind, config: Config): Promise<StoreRe
         const submit = await runJob<RateResult>(target.endpoint, { kind: 'submit', queue, tasks: config.drainTasks, submitters: config.drainSubmitters, batch: config.submitBatch }, 1_800);
         console.log(`  runtime drain: submitted ${submit.done} tasks in ${fmt(submit.seconds, 2)} s = ${fmt(submit.done / submit.seconds)} submits/s (${config.drainSubmitters} clients, ${config.submitBatch} per request)`);
         noteProblems('runtime submit', submit.problems);
-        const spec = { kind: 'runtimeDrain' as const, queue, tasks: submit.done, workers: config.runtimeWorkers, concurrency: config.runtimeConcurrency, batching: true };
+        const spec = { kind: 'runtimeDrain' as const, queue, tasks: submit.done, workers: config.runtimeWorkers, concurrency: config.runtimeConcurrency };
         const drain = await runJob<RateResult>(target.endpoint, spec, 1_800);
         results.runtimeDrain = drain;
         console.log(`  runtime drain: ${drain.done} tasks completed in ${fmt(drain.seconds, 2)} s = ${fmt(drain.done / drain.seconds)} jobs/s (${spec.workers} runtime workers × concurrency ${spec.concurrency}, batching)`);
