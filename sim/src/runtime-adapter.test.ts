@@ -43,6 +43,18 @@ describe('the simulator checks the runtime', () => {
     expect(redelivered).toBeGreaterThan(5);
   }, 60_000);
 
+  it('catches a runtime whose complete-batch goes out after its lease ran out (a late flush), replayably', async () => {
+    let failing: Awaited<ReturnType<typeof simulate>> | undefined;
+    for (let seed = 1; seed <= 5 && !failing; seed++) {
+      const result = await simulate({ seed, agents: 6, steps: 1_500, store: 'memory', runtimeBugs: { completeLate: true } });
+      if (result.violations.length > 0) failing = result;
+    }
+    expect(failing?.violations).toContainEqual(expect.stringMatching(/^runtime: tworker\d:\d+ sent complete for task delivery .* after its lease ran out at .* by its own deadline$/));
+    const replay = await simulate(failing!.config);
+    expect(replay.traceHash).toBe(failing!.traceHash);
+    expect(replay.violations).toEqual(failing!.violations);
+  }, 120_000);
+
   it('catches a runtime that sends complete with a token after it reported the lease lost, replayably', async () => {
     const failing = await simulate({ seed: 1, agents: 6, steps: 1_500, store: 'memory', runtimeBugs: { completeAfterLeaseLost: true } });
     expect(failing.violations).toContainEqual(expect.stringMatching(/^runtime: tworker\d:\d+ sent complete for task delivery .* whose lease it reported lost/));

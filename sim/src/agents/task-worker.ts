@@ -20,10 +20,14 @@ const drainDeadlineMs = 30_000;
  *   and redeliver; the runtime reports lease_lost. Nothing of the service's invariants breaks.
  * - completeAfterLeaseLost: after the worker reports a lease lost, the stale token is still
  *   used for a complete. The runtime check must catch it.
+ * - completeLate: a complete-batch goes out only once the lease of its first item ran out, as
+ *   from a runtime whose flusher sends what waited past its lease (the shipped one withdraws
+ *   it). The runtime check must catch it: a complete sent after the runtime's own deadline.
  */
 export interface RuntimeBugs {
   renewTooLate?: boolean;
   completeAfterLeaseLost?: boolean;
+  completeLate?: boolean;
 }
 
 export interface TaskWorkerOptions {
@@ -56,6 +60,12 @@ interface Session {
   completedToken: Map<string, string>;
   /** Messages whose renews a simulated partition blocks: the lease runs out under the worker. */
   renewBlocked: Set<string>;
+  /**
+   * Per token, the lease deadline the runtime computes from what the seam handed it (the
+   * earlier of leaseExpiresAt and "heard + leaseSeconds", as worker.ts does): it must send no
+   * complete or nack with that token at or after it.
+   */
+  believedDeadline: Map<string, number>;
 }
 
 /**
@@ -109,6 +119,7 @@ export class TaskWorker extends Agent {
       claimed: new Map(),
       completedToken: new Map(),
       renewBlocked: new Set(),
+      believedDeadline: new Map(),
     };
     const worker = createWorker({
       client: this.seam(s),
@@ -198,19 +209,21 @@ export class TaskWorker extends Agent {
         const admitted = await client.admit({ ...body, holderSession: this.sessionName, leaseSeconds: s.leaseSeconds }, this.claimOptions(o));
         if (!admitted) return null;
         this.delivered(s, admitted, admitted.claimed as ClaimedView);
-        return tooLate ? { ...admitted, leaseExpiresAt: this.believedExpiry(s) } : admitted;
+        return this.handedOver(s, admitted.token, tooLate ? { ...admitted, leaseExpiresAt: this.believedExpiry(s) } : admitted);
       },
       admitBatch: async (body, o) => {
         const admitted = await client.admitBatch({ ...body, holderSession: this.sessionName, leaseSeconds: s.leaseSeconds }, this.claimOptions(o));
         for (const delivery of admitted) this.delivered(s, delivery, delivery.claimed as ClaimedView);
-        return tooLate ? admitted.map((delivery) => ({ ...delivery, leaseExpiresAt: this.believedExpiry(s) })) : admitted;
+        return admitted.map((delivery) => this.handedOver(s, delivery.token, tooLate ? { ...delivery, leaseExpiresAt: this.believedExpiry(s) } : delivery));
       },
-      completeBatch: ({ items }, o) => {
-        for (const item of items) this.tasks.ledger.runtimeSends(item.token, 'complete', this.sim.scheduler.now());
+      completeBatch: async ({ items }, o) => {
+        // The planted late flush: the request leaves once its first item's lease ran out.
+        if (this.options.bugs?.completeLate) await s.clock.sleep(Math.max(0, (s.believedDeadline.get(items[0]!.token) ?? 0) - this.sim.scheduler.now()), o?.signal);
+        for (const item of items) this.runtimeSends(s, item.token, 'complete');
         return this.trackedBatch(s, 'complete', items, () => client.completeBatch({ items }, o));
       },
       nackBatch: ({ items }, o) => {
-        for (const item of items) this.tasks.ledger.runtimeSends(item.token, 'nack', this.sim.scheduler.now());
+        for (const item of items) this.runtimeSends(s, item.token, 'nack');
         return this.trackedBatch(s, 'nack', items, () => client.nackBatch({ items }, o));
       },
       renewBatch: async ({ items }, o) => {
@@ -225,7 +238,9 @@ export class TaskWorker extends Agent {
         return items.map((item) => {
           const reply = byId.get(item.messageId + item.token);
           if (!reply) return { messageId: item.messageId, status: 0, body: timedOut };
-          return tooLate && reply.status === 200 ? { ...reply, body: { ...(reply.body as object), leaseExpiresAt: this.believedExpiry(s) } as typeof reply.body } : reply;
+          if (reply.status !== 200) return reply;
+          const body = tooLate ? { ...(reply.body as { leaseExpiresAt: string }), leaseExpiresAt: this.believedExpiry(s) } : (reply.body as { leaseExpiresAt: string });
+          return { ...reply, body: this.handedOver(s, item.token, body) };
         });
       },
       renew: async (messageId, body, o) => {
@@ -235,11 +250,11 @@ export class TaskWorker extends Agent {
           throw new BatonApiError({ code: 'NETWORK', status: 0, message: 'no reply: renew blocked by a simulated partition', requestId: null });
         }
         const reply = await this.tracked(s, 'renew', messageId, body.token, () => client.renew(messageId, { ...body, leaseSeconds: s.leaseSeconds }, o));
-        return tooLate ? { ...reply, leaseExpiresAt: this.believedExpiry(s) } : reply;
+        return this.handedOver(s, body.token, tooLate ? { ...reply, leaseExpiresAt: this.believedExpiry(s) } : reply);
       },
       complete: (messageId, body, o) => this.seamComplete(s, messageId, body, o),
       nack: (messageId, body, o) => {
-        this.tasks.ledger.runtimeSends(body.token, 'nack', this.sim.scheduler.now());
+        this.runtimeSends(s, body.token, 'nack');
         return this.tracked(s, 'nack', messageId, body.token, () => client.nack(messageId, body, o));
       },
     };
@@ -255,8 +270,23 @@ export class TaskWorker extends Agent {
     return { ...o, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) };
   }
 
+  /**
+   * What the runtime is handed for `token` (an admission, a renewal): the lease deadline it will
+   * compute from it is noted, as worker.ts computes it, for the runtime check.
+   */
+  private handedOver<T extends { leaseExpiresAt: string }>(s: Session, token: string, reply: T): T {
+    const deadlineMs = Math.min(Date.parse(reply.leaseExpiresAt), this.sim.scheduler.now() + s.workerLeaseSeconds * 1_000);
+    s.believedDeadline.set(token, deadlineMs);
+    return reply;
+  }
+
+  /** The runtime is sending a complete or nack with `token` now: the ledger's runtime check. */
+  private runtimeSends(s: Session, token: string, what: 'complete' | 'nack'): void {
+    this.tasks.ledger.runtimeSends(token, what, this.sim.scheduler.now(), s.believedDeadline.get(token));
+  }
+
   private seamComplete(s: Session, messageId: string, body: Parameters<WorkerApi['complete']>[1], o?: CallOptions): ReturnType<WorkerApi['complete']> {
-    this.tasks.ledger.runtimeSends(body.token, 'complete', this.sim.scheduler.now());
+    this.runtimeSends(s, body.token, 'complete');
     return this.tracked(s, 'complete', messageId, body.token, () => s.client.complete(messageId, body, o));
   }
 

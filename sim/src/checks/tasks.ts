@@ -133,10 +133,15 @@ export class TaskLedger {
 
   /**
    * The runtime check: a runtime worker is about to send a complete or nack with `token`. Once
-   * it observed the lease lost it must not (the delivery may be someone else's by now).
+   * it observed the lease lost it must not (the delivery may be someone else's by now), nor once
+   * the lease deadline it holds for the token (`deadlineMs`, as it computes it from what it was
+   * told) has passed: a finish that waited past its lease must be withdrawn, not sent.
    */
-  runtimeSends(token: string, what: 'complete' | 'nack', atMs: number): void {
+  runtimeSends(token: string, what: 'complete' | 'nack', atMs: number, deadlineMs?: number): void {
     const record = this.claims.get(token);
+    if (record && deadlineMs !== undefined && atMs >= deadlineMs && record.runtimeLostAtMs === undefined) {
+      this.violation(`runtime: ${record.session} sent ${what} for task delivery ${record.messageId} (attempt ${record.attempt}) at ${iso(atMs)}, after its lease ran out at ${iso(deadlineMs)} by its own deadline`);
+    }
     if (record?.runtimeLostAtMs === undefined) return;
     this.violation(`runtime: ${record.session} sent ${what} for task delivery ${record.messageId} (attempt ${record.attempt}) at ${iso(atMs)} with a token whose lease it reported lost at ${iso(record.runtimeLostAtMs)}`);
   }
