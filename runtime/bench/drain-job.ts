@@ -16,6 +16,8 @@ export interface RuntimeDrainJob {
   tasks: number;
   workers: number;
   concurrency: number;
+  /** The worker's batching knobs (createWorker's `batching`); the defaults when absent. */
+  batching?: { maxItems?: number; delayMs?: number; maxInFlight?: number };
 }
 
 /** As the benchmark's other jobs answer (server/bench/tasks.ts RateResult). */
@@ -44,6 +46,7 @@ export async function runtimeDrain(job: RuntimeDrainJob): Promise<RuntimeDrainRe
       leaseSeconds: 60,
       waitMs: 1_000,
       handler: () => undefined,
+      ...(job.batching ? { batching: job.batching } : {}),
       onEvent: (event) => {
         if (event.type === 'completed' && ++done === job.tasks) allDone();
         if (event.type === 'error' || event.type === 'lease_lost') {

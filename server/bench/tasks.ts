@@ -28,6 +28,7 @@
  *   BENCH_TASKS_DRAIN_BATCH=1       deliveries per admit-batch and complete-batch in the drain (1: the single routes)
  *   BENCH_TASKS_SUBMIT_BATCH=1      tasks per submit-batch when a drain fills its queue (1: POST /tasks)
  *   BENCH_TASKS_RUNTIME_WORKERS=4, BENCH_TASKS_RUNTIME_CONCURRENCY=100: the `runtime` phase's @baton/runtime workers
+ *   BENCH_TASKS_RUNTIME_MAX_ITEMS, _DELAY_MS, _MAX_IN_FLIGHT: their batching knobs (the runtime's defaults unless set)
  *   drain workers: --clients N (default 16)
  *   --seconds / --warmup: the measured window of `cycles` and `claims` (quick: 3 and 1)
  *
@@ -78,6 +79,8 @@ export interface Config {
   /** The `runtime` phase: this many @baton/runtime workers, each with this many handlers. */
   runtimeWorkers: number;
   runtimeConcurrency: number;
+  /** The runtime workers' batching knobs: the runtime's defaults unless set. */
+  runtimeBatching: { maxItems?: number; delayMs?: number; maxInFlight?: number };
 }
 
 function envInt(name: string, fallback: number, min: number, max: number): number {
@@ -112,6 +115,11 @@ export function configOf(options: BenchOptions): Config {
     submitBatch: envInt('BENCH_TASKS_SUBMIT_BATCH', 1, 1, 100),
     runtimeWorkers: envInt('BENCH_TASKS_RUNTIME_WORKERS', 4, 1, 64),
     runtimeConcurrency: envInt('BENCH_TASKS_RUNTIME_CONCURRENCY', 100, 1, 1_000),
+    runtimeBatching: {
+      ...(process.env.BENCH_TASKS_RUNTIME_MAX_ITEMS ? { maxItems: envInt('BENCH_TASKS_RUNTIME_MAX_ITEMS', 100, 1, 100) } : {}),
+      ...(process.env.BENCH_TASKS_RUNTIME_DELAY_MS ? { delayMs: envInt('BENCH_TASKS_RUNTIME_DELAY_MS', 0, 0, 1_000) } : {}),
+      ...(process.env.BENCH_TASKS_RUNTIME_MAX_IN_FLIGHT ? { maxInFlight: envInt('BENCH_TASKS_RUNTIME_MAX_IN_FLIGHT', 2, 1, 16) } : {}),
+    },
   };
 }
 
@@ -215,7 +223,7 @@ type JobSpec =
   | { kind: 'wake'; queue: Queue; idle: number; samples: number; waitMs: number; quietMs: number }
   | { kind: 'submit'; queue: Queue; tasks: number; submitters: number; batch: number }
   | { kind: 'drain'; queue: Queue; tasks: number; workers: number; batch: number }
-  | { kind: 'runtimeDrain'; queue: Queue; tasks: number; workers: number; concurrency: number };
+  | { kind: 'runtimeDrain'; queue: Queue; tasks: number; workers: number; concurrency: number; batching: { maxItems?: number; delayMs?: number; maxInFlight?: number } };
 
 export interface CyclesResult {
   measuredSeconds: number;
@@ -559,7 +567,7 @@ const runtimeDrainModule = new URL('../../runtime/bench/drain-job.ts', import.me
 async function runJob<R extends JobResult>(endpoint: Endpoint, spec: JobSpec, limitSeconds: number): Promise<R> {
   const runtimeDrain = spec.kind === 'runtimeDrain';
   const message = runtimeDrain
-    ? { runtimeDrainJob: true, endpoint, mailboxId: spec.queue.mailboxId, scopeId: spec.queue.scopeId, tasks: spec.tasks, workers: spec.workers, concurrency: spec.concurrency }
+    ? { runtimeDrainJob: true, endpoint, mailboxId: spec.queue.mailboxId, scopeId: spec.queue.scopeId, tasks: spec.tasks, workers: spec.workers, concurrency: spec.concurrency, batching: spec.batching }
     : ({ tasksBenchJob: true, endpoint, spec } satisfies JobMessage);
   const module = runtimeDrain ? runtimeDrainModule : import.meta.url;
   // tsx's loader is not inherited by workers on Node 20: the worker registers it, then loads the job's module.
@@ -869,10 +877,10 @@ export async function runStore(kind: StoreKind, config: Config): Promise<StoreRe
         const submit = await runJob<RateResult>(target.endpoint, { kind: 'submit', queue, tasks: config.drainTasks, submitters: config.drainSubmitters, batch: config.submitBatch }, 1_800);
         console.log(`  runtime drain: submitted ${submit.done} tasks in ${fmt(submit.seconds, 2)} s = ${fmt(submit.done / submit.seconds)} submits/s (${config.drainSubmitters} clients, ${config.submitBatch} per request)`);
         noteProblems('runtime submit', submit.problems);
-        const spec = { kind: 'runtimeDrain' as const, queue, tasks: submit.done, workers: config.runtimeWorkers, concurrency: config.runtimeConcurrency };
+        const spec = { kind: 'runtimeDrain' as const, queue, tasks: submit.done, workers: config.runtimeWorkers, concurrency: config.runtimeConcurrency, batching: config.runtimeBatching };
         const drain = await runJob<RateResult>(target.endpoint, spec, 1_800);
         results.runtimeDrain = drain;
-        console.log(`  runtime drain: ${drain.done} tasks completed in ${fmt(drain.seconds, 2)} s = ${fmt(drain.done / drain.seconds)} jobs/s (${spec.workers} runtime workers × concurrency ${spec.concurrency}, batching)`);
+        console.log(`  runtime drain: ${drain.done} tasks completed in ${fmt(drain.seconds, 2)} s = ${fmt(drain.done / drain.seconds)} jobs/s (${spec.workers} runtime workers × concurrency ${spec.concurrency}, batching ${JSON.stringify(spec.batching)})`);
         noteProblems('runtime drain', drain.problems);
         await checkDrained(target, queue, 'runtime drain', results.problems);
         if (drain.done !== submit.done) results.problems.push(`runtime drain: ${submit.done} submitted but ${drain.done} completed`);
