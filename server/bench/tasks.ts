@@ -449,75 +449,52 @@ async function submitJob(client: Client, spec: Extract<JobSpec, { kind: 'submit'
 }
 
 /**
- * The drain with batches of `spec.batch`: each worker admits up to that many with admit-batch
- * (waitMs 0) and completes them with one complete-batch, until all `tasks` are claimed.
+ * Workers admit (waitMs 0) and complete until all `tasks` are claimed; a 204 before then is
+ * retried. With `spec.batch` above 1 each admits up to that many with admit-batch and completes
+ * what it got with one complete-batch; with 1, the single routes.
  */
-async function batchDrainJob(client: Client, spec: Extract<JobSpec, { kind: 'drain' }>): Promise<RateResult> {
+async function drainJob(client: Client, spec: Extract<JobSpec, { kind: 'drain' }>): Promise<RateResult> {
   const { queue } = spec;
   const latencies = new Latencies();
   const problems = newProblems();
   let claimed = 0;
   let done = 0;
   let emptyAdmits = 0;
+  /** The deliveries of one admit (none for a 204). */
+  const admit = async (worker: number, session: string, n: number): Promise<any[]> => {
+    const key = `${queue.runId}-drain-admit-${worker}-${n}`;
+    if (spec.batch === 1) {
+      const reply = await client.post('/tasks/admit', [200, 204], admitBody(queue, worker, session, 0), key);
+      return reply.status === 204 ? [] : [reply.body];
+    }
+    const reply = await client.post('/tasks/admit-batch', [200, 204], { ...admitBody(queue, worker, session, 0), maxTasks: spec.batch }, key);
+    return reply.status === 204 ? [] : (reply.body.items as any[]);
+  };
+  const completeAll = async (admitted: any[]): Promise<void> => {
+    if (spec.batch === 1) return complete(client, admitted[0]);
+    const completed = await client.post('/messages/complete-batch', [200], { items: admitted.map((d) => ({ messageId: d.messageId, token: d.token })) });
+    const acked = (completed.body.items as any[]).filter((i) => i.status === 200 && i.body?.state === 'ACKED').length;
+    if (acked !== admitted.length) throw new Problem(`complete-batch: ${admitted.length - acked} of ${admitted.length} items not ACKED: ${JSON.stringify(completed.body).slice(0, 400)}`, 200);
+  };
   const t0 = performance.now();
   const loop = async (worker: number): Promise<void> => {
     const session = randomUUID();
     for (let n = 0; claimed < spec.tasks && problems.count < maxProblems; n++) {
       try {
         const a = performance.now();
-        const reply = await client.post('/tasks/admit-batch', [200, 204], { ...admitBody(queue, worker, session, 0), maxTasks: spec.batch }, `${queue.runId}-drain-admit-${worker}-${n}`);
-        latencies.add(reply.status === 200 ? 'admit' : 'admit204', performance.now() - a);
-        if (reply.status === 204) {
+        const admitted = await admit(worker, session, n);
+        latencies.add(admitted.length > 0 ? 'admit' : 'admit204', performance.now() - a);
+        if (admitted.length === 0) {
           emptyAdmits++;
           await sleep(1);
           continue;
         }
-        const admitted = reply.body.items as any[];
         claimed += admitted.length;
         for (const delivery of admitted) checkAdmitted(delivery, null);
         const c = performance.now();
-        const completed = await client.post('/messages/complete-batch', [200], { items: admitted.map((d) => ({ messageId: d.messageId, token: d.token })) });
-        const acked = (completed.body.items as any[]).filter((i) => i.status === 200 && i.body?.state === 'ACKED').length;
-        if (acked !== admitted.length) throw new Problem(`complete-batch: ${admitted.length - acked} of ${admitted.length} items not ACKED: ${JSON.stringify(completed.body).slice(0, 400)}`, 200);
+        await completeAll(admitted);
         latencies.add('complete', performance.now() - c);
-        done += acked;
-      } catch (error) {
-        record(problems, error);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: spec.workers }, (_, i) => loop(i)));
-  return { seconds: (performance.now() - t0) / 1000, done, emptyAdmits, samples: latencies.toJSON(), problems };
-}
-
-/** Workers admit (waitMs 0) and complete until all `tasks` are claimed; a 204 before then is retried. */
-async function drainJob(client: Client, spec: Extract<JobSpec, { kind: 'drain' }>): Promise<RateResult> {
-  if (spec.batch > 1) return batchDrainJob(client, spec);
-  const { queue } = spec;
-  const latencies = new Latencies();
-  const problems = newProblems();
-  let claimed = 0;
-  let done = 0;
-  let emptyAdmits = 0;
-  const t0 = performance.now();
-  const loop = async (worker: number): Promise<void> => {
-    const session = randomUUID();
-    for (let n = 0; claimed < spec.tasks && problems.count < maxProblems; n++) {
-      try {
-        const a = performance.now();
-        const reply = await client.post('/tasks/admit', [200, 204], admitBody(queue, worker, session, 0), `${queue.runId}-drain-admit-${worker}-${n}`);
-        latencies.add(reply.status === 200 ? 'admit' : 'admit204', performance.now() - a);
-        if (reply.status === 204) {
-          emptyAdmits++;
-          await sleep(1);
-          continue;
-        }
-        claimed++;
-        checkAdmitted(reply.body, null);
-        const c = performance.now();
-        await complete(client, reply.body);
-        latencies.add('complete', performance.now() - c);
-        done++;
+        done += admitted.length;
       } catch (error) {
         record(problems, error);
       }

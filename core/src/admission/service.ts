@@ -110,9 +110,11 @@ export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: numbe
   let kept = 0;
   for (;;) {
     // A claimed candidate carries one of the batch's token hashes; each with requirements takes one nobody took.
-    const unused = tokens.filter((t) => !candidates.some((c) => c.claimed && c.message.tokenHash === t.tokenHash));
+    const byHash = new Map(tokens.map((t) => [t.tokenHash, t]));
+    const taken = new Set(candidates.map((c) => (c.claimed ? c.message.tokenHash : null)));
+    const unused = tokens.filter((t) => !taken.has(t.tokenHash));
     for (const candidate of candidates) {
-      const token = candidate.claimed ? tokens.find((t) => t.tokenHash === candidate.message.tokenHash) : unused.pop();
+      const token = candidate.claimed ? byHash.get(candidate.message.tokenHash!) : unused.pop();
       assert(token !== undefined, `admit-batch: no token for candidate ${candidate.message.id}`);
       const room = kept < maxKeptSavepoints;
       const taken = candidate.claimed

@@ -2,8 +2,8 @@ import { admission, readyTopicsOf, schemas } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
-import { longPollOn } from '../long-poll';
-import { attemptOperation, sendOutcome, type Outcome } from '../operation';
+import { pollClaim } from '../claim-poll';
+import { sendOutcome } from '../operation';
 import { errorReplies } from './schema-helpers';
 
 /** POST /tasks/admit (spec, admission rules; core/src/admission, docs/api.md). */
@@ -23,22 +23,11 @@ export function admissionRoutes(deps: AppDeps) {
         response: { 200: schemas.admittedDeliveryView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) => {
-      // What the last empty try found short: the long poll waits on it.
-      let wake = { topics: [] as string[], atMs: null as number | null };
-      const attempt = (): Promise<Outcome> =>
-        attemptOperation(
-          deps,
-          request,
-          true,
-          async (ctx) => {
-            const result = await admission.admit(ctx, request.body);
-            wake = { topics: result.wakeTopics, atMs: result.retryAtMs };
-            return result.delivery ? { statusCode: 200, body: result.delivery } : { statusCode: 204, body: undefined };
-          },
-          (result) => result.statusCode !== 204,
-        );
-      const admitted = (o: Outcome): boolean => o.statusCode !== 204;
-      const outcome = await longPollOn(deps, request.body.waitMs, attempt, admitted, () => wake, readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']));
+      const first = readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']);
+      const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, async (ctx) => {
+        const { delivery, wakeTopics, retryAtMs } = await admission.admit(ctx, request.body);
+        return { claimed: delivery, wakeTopics, retryAtMs };
+      });
       return sendOutcome(reply, outcome);
     });
   };

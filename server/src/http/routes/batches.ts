@@ -1,9 +1,9 @@
-import { admission, deliveryBatches, messageBatches, readyTopicsOf, schemas, taskBatches, type BatonError, type ItemOutcome } from '@baton/core';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import { admission, deliveryBatches, messageBatches, readyTopicsOf, schemas, taskBatches, type BatonError, type ItemOutcome, type OpContext } from '@baton/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
 import { errorTable } from '../error-status';
-import { longPollOn, type Wake } from '../long-poll';
+import { pollClaim } from '../claim-poll';
 import { attemptOperation, sendOutcome, type Outcome } from '../operation';
 import { errorReplies } from './schema-helpers';
 
@@ -31,20 +31,11 @@ export function batchRoutes(deps: AppDeps) {
         response: { 200: schemas.admitBatchReply, ...errorReplies(409, 422) },
       },
     }, async (request, reply) => {
-      let wake = { topics: [] as string[], atMs: null as number | null };
-      const attempt = (): Promise<Outcome> =>
-        attemptOperation(
-          deps,
-          request,
-          true,
-          async (ctx) => {
-            const result = await admission.admitMany(ctx, request.body, request.body.maxTasks);
-            wake = { topics: result.wakeTopics, atMs: result.retryAtMs };
-            return result.deliveries.length > 0 ? { statusCode: 200, body: { items: result.deliveries } } : { statusCode: 204, body: undefined };
-          },
-          (result) => result.statusCode !== 204,
-        );
-      const outcome = await longPollOn(deps, request.body.waitMs, attempt, (o) => o.statusCode !== 204, () => wake, readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']));
+      const first = readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']);
+      const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, async (ctx) => {
+        const { deliveries, wakeTopics, retryAtMs } = await admission.admitMany(ctx, request.body, request.body.maxTasks);
+        return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics, retryAtMs };
+      });
       return sendOutcome(reply, outcome);
     });
 
@@ -60,23 +51,17 @@ export function batchRoutes(deps: AppDeps) {
         response: { 200: schemas.recvBatchReply, ...errorReplies(409, 422) },
       },
     }, async (request, reply) => {
-      let wake: Wake = { topics: [], atMs: null };
-      const attempt = () =>
-        attemptOperation(
-          deps,
-          request,
-          false,
-          async (ctx) => {
-            const { deliveries, wakeTopics } = await deliveryBatches.recvMany(ctx, request.params.id, request.body, request.body.maxMessages);
-            wake = { topics: wakeTopics, atMs: null };
-            return deliveries.length > 0 ? { statusCode: 200, body: { items: deliveries } } : { statusCode: 204, body: undefined };
-          },
-          (result) => result.statusCode !== 204,
-        );
       const first = readyTopicsOf(request.params.id, [request.body.scopeId], ['plain', 'task']);
-      const outcome = await longPollOn(deps, request.body.waitMs, attempt, (o) => o.statusCode !== 204, () => wake, first);
+      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, async (ctx) => {
+        const { deliveries, wakeTopics } = await deliveryBatches.recvMany(ctx, request.params.id, request.body, request.body.maxMessages);
+        return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics };
+      });
       return sendOutcome(reply, outcome);
     });
+
+    /** An item batch: one operation whose reply is 200 with each item's status and body. `required`: the single route's Idempotency-Key rule. */
+    const runBatch = async (request: FastifyRequest, reply: FastifyReply, required: boolean, apply: (ctx: OpContext) => Promise<ItemReply[]>) =>
+      sendItems(reply, await attemptOperation(deps, request, required, async (ctx) => ({ statusCode: 200, body: { items: await apply(ctx) } })));
 
     app.post('/tasks/submit-batch', {
       config: write,
@@ -89,15 +74,7 @@ export function batchRoutes(deps: AppDeps) {
         body: schemas.submitBatchBody,
         response: { 200: schemas.submitBatchReply, ...errorReplies(409, 413, 422) },
       },
-    }, async (request, reply) =>
-      sendItems(
-        reply,
-        await attemptOperation(deps, request, true, async (ctx) => {
-          const outcomes = await taskBatches.submitMany(ctx, request.body.tasks);
-          return { statusCode: 200, body: { items: outcomes.map((o) => (o.ok ? { status: o.value.created ? 201 : 200, body: o.value.reply } : itemError(o.error))) } };
-        }),
-      ),
-    );
+    }, async (request, reply) => runBatch(request, reply, true, async (ctx) => createdReplies(await taskBatches.submitMany(ctx, request.body.tasks), (submitted) => submitted.reply)));
 
     app.post('/mailboxes/:id/messages/send-batch', {
       config: write,
@@ -110,15 +87,7 @@ export function batchRoutes(deps: AppDeps) {
         body: schemas.sendBatchBody,
         response: { 200: schemas.sendBatchReply, ...errorReplies(409, 413, 422) },
       },
-    }, async (request, reply) =>
-      sendItems(
-        reply,
-        await attemptOperation(deps, request, true, async (ctx) => {
-          const outcomes = await messageBatches.sendMany(ctx, request.params.id, request.body.messages);
-          return { statusCode: 200, body: { items: outcomes.map((o) => (o.ok ? { status: o.value.created ? 201 : 200, body: o.value.view } : itemError(o.error))) } };
-        }),
-      ),
-    );
+    }, async (request, reply) => runBatch(request, reply, true, async (ctx) => createdReplies(await messageBatches.sendMany(ctx, request.params.id, request.body.messages), (sent) => sent.view)));
 
     const deliveryBatch = (single: string) => ({
       tags: ['mailboxes', 'batches'],
@@ -126,23 +95,21 @@ export function batchRoutes(deps: AppDeps) {
       params: schemas.spaceParams,
       headers: schemas.idempotencyHeaders,
     });
-    const runBatch = async (request: Parameters<typeof attemptOperation>[1], reply: FastifyReply, apply: (ctx: Parameters<Parameters<typeof attemptOperation>[3]>[0]) => Promise<ItemReply[]>) =>
-      sendItems(reply, await attemptOperation(deps, request, false, async (ctx) => ({ statusCode: 200, body: { items: await apply(ctx) } })));
 
     app.post('/messages/complete-batch', {
       config: write,
       schema: { ...deliveryBatch('complete'), body: schemas.completeBatchBody, response: { 200: schemas.completeBatchReply, ...errorReplies(409, 413, 422) } },
-    }, async (request, reply) => runBatch(request, reply, async (ctx) => itemReplies(request.body.items, await deliveryBatches.completeMany(ctx, request.body.items))));
+    }, async (request, reply) => runBatch(request, reply, false, async (ctx) => itemReplies(request.body.items, await deliveryBatches.completeMany(ctx, request.body.items))));
 
     app.post('/messages/nack-batch', {
       config: write,
       schema: { ...deliveryBatch('nack'), body: schemas.nackBatchBody, response: { 200: schemas.nackBatchReply, ...errorReplies(409, 422) } },
-    }, async (request, reply) => runBatch(request, reply, async (ctx) => itemReplies(request.body.items, await deliveryBatches.nackMany(ctx, request.body.items))));
+    }, async (request, reply) => runBatch(request, reply, false, async (ctx) => itemReplies(request.body.items, await deliveryBatches.nackMany(ctx, request.body.items))));
 
     app.post('/messages/renew-batch', {
       config: write,
       schema: { ...deliveryBatch('renew'), body: schemas.renewBatchBody, response: { 200: schemas.renewBatchReply, ...errorReplies(409, 422) } },
-    }, async (request, reply) => runBatch(request, reply, async (ctx) => itemReplies(request.body.items, await deliveryBatches.renewMany(ctx, request.body.items))));
+    }, async (request, reply) => runBatch(request, reply, false, async (ctx) => itemReplies(request.body.items, await deliveryBatches.renewMany(ctx, request.body.items))));
   };
 }
 
@@ -155,6 +122,11 @@ interface ItemReply {
 
 function itemReplies<T>(items: readonly { messageId: string }[], outcomes: readonly ItemOutcome<T>[]): ItemReply[] {
   return outcomes.map((outcome, i) => ({ messageId: items[i]!.messageId, ...(outcome.ok ? { status: 200, body: outcome.value } : itemError(outcome.error)) }));
+}
+
+/** A submit- or send-batch's items: 201 created or 200 (joined, or the workKey's message), with `bodyOf` the single route's reply. */
+function createdReplies<T extends { created: boolean }>(outcomes: readonly ItemOutcome<T>[], bodyOf: (value: T) => unknown): ItemReply[] {
+  return outcomes.map((outcome) => (outcome.ok ? { status: outcome.value.created ? 201 : 200, body: bodyOf(outcome.value) } : itemError(outcome.error)));
 }
 
 function itemError(error: BatonError): { status: number; body: unknown } {

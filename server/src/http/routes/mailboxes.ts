@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { hasPermission } from '../auth';
 import type { AppDeps } from '../deps';
-import { longPollOn, type Wake } from '../long-poll';
+import { pollClaim } from '../claim-poll';
 import { attemptOperation, runOperation, sendOutcome } from '../operation';
 import { errorReplies } from './schema-helpers';
 
@@ -82,22 +82,12 @@ export function mailboxRoutes(deps: AppDeps) {
         response: { 200: schemas.deliveryView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) => {
-      let wake: Wake = { topics: [], atMs: null };
-      const attempt = () =>
-        attemptOperation(
-          deps,
-          request,
-          false,
-          async (ctx) => {
-            const { delivery, wakeTopics } = await deliveries.recv(ctx, request.params.id, request.body);
-            wake = { topics: wakeTopics, atMs: null };
-            return delivery ? { statusCode: 200, body: delivery } : { statusCode: 204, body: undefined };
-          },
-          (result) => result.statusCode !== 204,
-        );
       // Each try is its own transaction; a message that becomes READY in a scope it claims from wakes the next.
       const first = readyTopicsOf(request.params.id, [request.body.scopeId], ['plain', 'task']);
-      const outcome = await longPollOn(deps, request.body.waitMs, attempt, (o) => o.statusCode !== 204, () => wake, first);
+      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, async (ctx) => {
+        const { delivery, wakeTopics } = await deliveries.recv(ctx, request.params.id, request.body);
+        return { claimed: delivery, wakeTopics };
+      });
       return sendOutcome(reply, outcome);
     });
 

@@ -1,4 +1,4 @@
-import { assert, InvariantViolation, maxRacedAttempts, racedTooOften, TransactionRaced, type Store, type Tx } from '@baton/core';
+import { assert, InvariantViolation, maxRacedAttempts, racedTooOften, type Store, type Tx } from '@baton/core';
 import type { SqlDriver } from './driver';
 import { CoalescingQueryable } from './coalesced-writes';
 import { sqlRepositories } from './repositories/index';
@@ -20,7 +20,7 @@ function isTransientConflict(error: unknown): boolean {
 const isFailedGuard = (error: unknown): boolean => typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'BT000';
 
 /** A speculative write's race check failed (baton_won, migration 013): run the transaction again (core/src/store/raced.ts). */
-const isLostRace = (error: unknown): boolean => error instanceof TransactionRaced || (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'BT001');
+const isLostRace = (error: unknown): boolean => typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'BT001';
 
 // A backoff pause between transaction attempts: I/O pacing, not domain time, so not the injected clock.
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
