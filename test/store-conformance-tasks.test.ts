@@ -101,7 +101,11 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
     const early = await withDelivery(task({ deadline: T0 + 1_000 }));
     await withDelivery(task({ deadline: T0 + 500, state: 'SUCCEEDED' }));
     await withDelivery(task({ deadline: T0 + 9_000 }));
+    // Live when written, finished since: the sweep's index (live_deadline on SQL) must follow the move.
+    const finishedLater = await withDelivery(task({ deadline: T0 + 100, state: 'RUNNING', attempts: 1 }));
+    await store.transaction((tx) => tx.tasks.update({ ...finishedLater, state: 'SUCCEEDED', outcome: { ok: true }, updatedAt: T0 + 1 }));
     const due = await store.transaction((tx) => tx.tasks.claimDeadlinePassed(T0 + 2_000, 10));
+    expect(due.map((t) => t.id)).not.toContain(finishedLater.id);
     expect(due.map((t) => t.id).filter((id) => id === early.id || id === late.id)).toEqual([early.id, late.id]);
   });
 

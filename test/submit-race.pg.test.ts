@@ -41,9 +41,16 @@ describe.runIf(postgresUrl())('a submit that loses its taskKey to a concurrent t
     const probe = await server.api('POST', '/tasks', { body: body('probe'), idem: idem() });
     expect(probe.statusCode).toBe(201);
     const winnerId = '33333333-3333-4333-8333-333333333333';
+    // Every stored column but the generated ones (which PostgreSQL computes and refuses as input).
+    const { rows } = await holder.query<{ columns: string }>(
+      `SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position) AS columns FROM information_schema.columns
+       WHERE table_schema = current_schema() AND table_name = 'tasks' AND is_generated = 'NEVER'`,
+    );
+    const columns = rows[0]!.columns;
     await holder.query('BEGIN');
     await holder.query(
-      `INSERT INTO tasks SELECT (jsonb_populate_record(t, jsonb_build_object('id', $2::text, 'task_key', 'raced', 'message_id', NULL))).* FROM tasks t WHERE t.id = $1`,
+      `INSERT INTO tasks (${columns}) SELECT ${columns} FROM jsonb_populate_record(NULL::tasks,
+         (SELECT to_jsonb(t) || jsonb_build_object('id', $2::text, 'task_key', 'raced', 'message_id', NULL) FROM tasks t WHERE t.id = $1))`,
       [probe.body.taskId, winnerId],
     );
 

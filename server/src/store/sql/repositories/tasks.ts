@@ -176,8 +176,8 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
       const rows = await q.query<Row>(
         `SELECT ${taskColumns.split(', ').map((c) => `t.${c}`).join(', ')} FROM tasks t
          JOIN messages m ON m.space_id = t.space_id AND m.id = t.message_id
-         WHERE t.state IN ('PENDING', 'RUNNING') AND t.deadline IS NOT NULL AND t.deadline <= $1
-         ORDER BY t.deadline, t.created_at, t.id LIMIT $2 FOR UPDATE OF t, m SKIP LOCKED`,
+         WHERE t.live_deadline <= $1
+         ORDER BY t.live_deadline, t.created_at, t.id LIMIT $2 FOR UPDATE OF t, m SKIP LOCKED`,
         [timeParam(nowMs), limit],
       );
       return rows.map(toTask);
