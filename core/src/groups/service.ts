@@ -133,7 +133,11 @@ function existingMember(group: TaskGroup, task: Task, fingerprint: string): Memb
 export async function joinTask(ctx: OpContext, id: string, body: JoinTaskBody): Promise<GroupView> {
   const events: NewEvent[] = [];
   const group = await lockOpenGroup(ctx, id, events, body.taskId);
-  const task = await ctx.tx.tasks.get(ctx.spaceId, body.taskId);
+  // Locked, so the state the join records and the rule counts is the task's committed one: a
+  // complete racing the join either ended before this read or waits for this transaction. NOWAIT
+  // because a task's end locks its task before its group, the reverse of this order: a busy task
+  // fails this transaction at once and the store runs it again (docs/lock-order.md).
+  const task = await ctx.tx.tasks.get(ctx.spaceId, body.taskId, { forUpdate: true, noWait: true });
   if (!task) throw notFound('task');
   if (task.groupId !== group.id) {
     if (task.groupId !== null) throw conflict(`task ${task.id} is a member of task group ${task.groupId}; a task joins one group at most`);

@@ -12,6 +12,13 @@ export interface Coalescible<Row> {
   readonly key: string;
   /** One statement applying `rows` in order (the same statement as a lone write for one row). */
   statement(rows: readonly Row[]): { text: string; params: SqlParam[] };
+  /**
+   * Held until the transaction commits, after every other statement, instead of leaving with the
+   * next one. For the journal's appends: an event's position is drawn as it is inserted, and it
+   * must be drawn after everything the transaction observed (docs/event-journal.md, "Causal
+   * order"). Nothing may read what such a kind writes within the transaction.
+   */
+  readonly heldToCommit?: boolean;
 }
 
 /**
@@ -24,6 +31,9 @@ export interface Coalescible<Row> {
  * kind: an update after its insert, a second update) flushes what is held before it is held, so
  * a statement never writes one row twice and a row is inserted before it is updated.
  */
+/** Rows held to commit, per kind, when a savepoint began (CoalescingQueryable.savepointMark). */
+export type SavepointMark = ReadonlyMap<string, number>;
+
 export class CoalescingQueryable implements SqlQueryable {
   private readonly held = new Map<string, { kind: Coalescible<unknown>; rows: unknown[] }>();
   /** Rows held, of every kind: a row written again (an update after its insert, a second update) flushes what is held first. */
@@ -34,7 +44,7 @@ export class CoalescingQueryable implements SqlQueryable {
   constructor(private readonly inner: SqlQueryable) {}
 
   hold<Row>(kind: Coalescible<Row>, row: Row, identity: string | undefined): Promise<void> {
-    if (identity !== undefined && this.identities.has(identity)) this.flush();
+    if (identity !== undefined && this.identities.has(identity)) this.flush(false);
     let group = this.held.get(kind.key);
     if (!group) {
       group = { kind: kind as Coalescible<unknown>, rows: [] };
@@ -46,33 +56,58 @@ export class CoalescingQueryable implements SqlQueryable {
   }
 
   async query<R>(text: string, params?: readonly SqlParam[]): Promise<R[]> {
-    this.flush();
+    this.flush(false);
     return this.after(this.inner.query<R>(text, params));
   }
 
   async write(text: string, params?: readonly SqlParam[]): Promise<void> {
-    this.flush();
+    this.flush(false);
     return this.after(this.inner.write(text, params));
   }
 
   async exec(script: string): Promise<void> {
-    this.flush();
+    this.flush(false);
     return this.after(this.inner.exec(script));
   }
 
-  /** Sends what is held; the caller commits next. */
+  /**
+   * Where a savepoint begins among the rows held to commit. The other kinds need no mark: the
+   * SAVEPOINT statement flushes them, so the database's rollback undoes them.
+   */
+  savepointMark(): SavepointMark {
+    const mark = new Map<string, number>();
+    for (const [key, { kind, rows }] of this.held) if (kind.heldToCommit) mark.set(key, rows.length);
+    return mark;
+  }
+
+  /** ROLLBACK TO SAVEPOINT for the rows held to commit: drops those held since `mark`. */
+  rollBackTo(mark: SavepointMark): void {
+    for (const [key, group] of this.held) {
+      if (!group.kind.heldToCommit) continue;
+      const kept = mark.get(key) ?? 0;
+      if (kept === 0) this.held.delete(key);
+      else group.rows.length = kept;
+    }
+  }
+
+  /** Sends what is held, the kinds held to commit last; the caller commits next. */
   async finish(): Promise<void> {
-    this.flush();
+    this.flush(false);
+    this.flush(true);
     await this.after(Promise.resolve());
   }
 
-  /** Sends every held kind as one write each, synchronously, so they leave with what follows. */
-  private flush(): void {
-    for (const { kind, rows } of this.held.values()) {
+  /**
+   * Sends held kinds as one write each, synchronously, so they leave with what follows: every
+   * kind but those held to commit, or (at the end) those too.
+   */
+  private flush(atCommit: boolean): void {
+    for (const [key, { kind, rows }] of this.held) {
+      if (kind.heldToCommit && !atCommit) continue;
       const { text, params } = kind.statement(rows);
       this.flushed.push(this.inner.write(text, params));
+      this.held.delete(key);
     }
-    this.held.clear();
     this.identities.clear();
   }
 

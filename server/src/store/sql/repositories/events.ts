@@ -6,17 +6,20 @@ import { coalescedWrite, type Coalescible } from '../coalesced-writes';
 /**
  * The event journal (docs/event-journal.md).
  *
- * An event's position is (tx, event_id): the id of the transaction that wrote it, then its
- * sequence number. Readers only return events whose transaction is older than every
- * transaction still running (`tx < pg_snapshot_xmin(pg_current_snapshot())`). Such a
- * transaction has ended, and every transaction that can still commit an event has a tx at or
- * above that horizon, so it sorts after everything returned: a reader that follows the last
+ * An event's position is (tx, event_id). `tx` is drawn as the event is inserted, at least one
+ * above the inserting transaction's own xid and never below the next xid not yet assigned
+ * (migration 015); event_id comes from a sequence in the same insert, which a transaction sends
+ * last, just before its COMMIT (coalesced-writes.ts, heldToCommit).
+ *
+ * Readers only return events with `tx <= pg_snapshot_xmin(pg_current_snapshot())`: every
+ * transaction that can still commit an event has an xid at or above that horizon, so each of its
+ * events has a tx above it and sorts after everything returned. A reader that follows the last
  * position skips nothing, whatever order transactions commit in.
  *
- * Ordering by event_id alone would not be enough, even behind the same horizon: a transaction
- * that took its xid early (its first write was a budget row) can append later, with a larger
- * event_id than an event of a younger, still open transaction, and pass the horizon first.
- * test/events-journal.pg.test.ts shows that case.
+ * The order is causal: a transaction that saw another's commit (read its rows, or waited on its
+ * lock) appends after that commit, so its positions are drawn later and sort after the other's.
+ * The writer's own xid would not do: it is taken at the first write, and a transaction that
+ * locked a row early can read what a younger transaction committed since (test/events-journal.pg.test.ts).
  *
  * The public eventId is the position as one decimal number, tx * 10^19 + event_id (event_id is
  * a bigint, below 2^63 < 10^19), so it still increases in the order readers see events.
@@ -66,18 +69,16 @@ const positionOf = (row: EventRow): string => encodePosition(toBigint(row.xid), 
 
 /**
  * How a reader pages through the journal. Only 'horizon' is correct and used by the store; the
- * other two exist so tests can show what the guard prevents and the benchmark what it costs.
+ * other exists so tests can show what the guard prevents and the benchmark what it costs.
  * - horizon:    (tx, event_id) order, behind the transaction horizon; cursor = position.
- * - id-horizon: event_id order behind the same horizon; cursor = event_id. Skips when xid
- *               order and event_id order disagree.
  * - unguarded:  event_id order, no horizon; cursor = event_id. Skips whenever transactions
  *               commit out of event_id order.
  */
-export type JournalReadMode = 'horizon' | 'id-horizon' | 'unguarded';
+export type JournalReadMode = 'horizon' | 'unguarded';
 
 /** The store's read: $1 space, $2 and $3 the position after which to start, $4 the limit. */
 export const listAfterSql = `SELECT ${columns} FROM events
-  WHERE space_id = $1 AND (tx, event_id) > ($2::xid8, $3::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
+  WHERE space_id = $1 AND (tx, event_id) > ($2::xid8, $3::bigint) AND tx <= pg_snapshot_xmin(pg_current_snapshot())
   ORDER BY tx, event_id LIMIT $4`;
 
 export async function readJournal(q: SqlQueryable, spaceId: string, after: string, limit: number, mode: JournalReadMode): Promise<JournalEvent[]> {
@@ -86,9 +87,8 @@ export async function readJournal(q: SqlQueryable, spaceId: string, after: strin
     const rows = await q.query<EventRow>(listAfterSql, [spaceId, tx, eventId, limit]);
     return rows.map((row) => toEvent(row, positionOf(row)));
   }
-  const horizon = mode === 'id-horizon' ? 'AND tx < pg_snapshot_xmin(pg_current_snapshot())' : '';
   const rows = await q.query<EventRow>(
-    `SELECT ${columns} FROM events WHERE space_id = $1 AND event_id > $2::bigint ${horizon} ORDER BY event_id LIMIT $3`,
+    `SELECT ${columns} FROM events WHERE space_id = $1 AND event_id > $2::bigint ORDER BY event_id LIMIT $3`,
     [spaceId, after, limit],
   );
   return rows.map((row) => toEvent(row, toBigint(row.event_id).toString()));
@@ -109,6 +109,7 @@ interface Appended {
  */
 const appendEvents: Coalescible<Appended> = {
   key: 'events.append',
+  heldToCommit: true,
   statement(appends) {
     if (appends.length === 1) return appendStatement(appends[0]!);
     const columns: SqlParam[][] = [[], [], [], [], [], [], []];
