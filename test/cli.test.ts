@@ -1,7 +1,7 @@
 import { MemoryStore, SystemClock } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run } from '../server/src/cli/main';
-import { createBaton, type Baton } from '../server/src/host/baton';
+import { run } from '@baton/server/cli/main';
+import { createBaton, type Baton } from '@baton/server/host/baton';
 
 describe('baton admin CLI', () => {
   let baton: Baton;

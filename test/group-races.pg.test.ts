@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plantedBugs, SystemClock } from '@baton/core';
-import { createBaton, type Baton } from '../server/src/host/baton';
-import { PgNotifier } from '../server/src/notify/pg-notifier';
-import { openStore } from '../server/src/store/open-store';
-import type { SqlStore } from '../server/src/store/sql/sql-store';
+import { createBaton, type Baton } from '@baton/server/host/baton';
+import { PgNotifier } from '@baton/server/notify/pg-notifier';
+import { openStore } from '@baton/server/store/open-store';
+import type { SqlStore } from '@baton/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 
 /**

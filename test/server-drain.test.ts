@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SeededRandom, SystemClock, type LocalNotifier } from '@baton/core';
-import { createBaton } from '../server/src/host/baton';
+import { createBaton } from '@baton/server/host/baton';
 
 /** SIGTERM's drain on a listening server: clients that hold connections open must not hold it. */
 describe('draining a listening server', () => {

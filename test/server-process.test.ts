@@ -20,9 +20,8 @@ interface Started {
 }
 
 async function start(): Promise<Started> {
-  // node itself with tsx's loader, not the tsx wrapper: the child must be the server, or a
-  // SIGKILL would kill only the wrapper and leave the server running (and holding the store).
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
+  // The compiled server, as `npm start` runs it (npm test builds first).
+  const child = spawn(process.execPath, ['server/dist/main.js'], {
     cwd: root,
     env: { ...process.env, PORT: '0', BATON_DATA_DIR: join(dataDir, 'not', 'yet', 'there'), DATABASE_URL: '', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],

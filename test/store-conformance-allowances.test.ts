@@ -69,6 +69,30 @@ describe.each(storeTargets())('allowance store conformance on $name', (target) =
     });
   });
 
+  it('censusLines counts the WAITING waiters of each line across spaces, the longest first, at most `limit`', async () => {
+    const otherSpace = randomUUID();
+    await store.transaction((tx) => insertTenant(tx, randomUUID(), otherSpace, T0));
+    const long = allowance({ name: 'long' });
+    const short = allowance({ name: 'short' });
+    const idle = allowance({ name: 'idle' });
+    const elsewhere = allowance({ spaceId: otherSpace, name: 'long' });
+    await store.transaction(async (tx) => {
+      for (const a of [long, short, idle, elsewhere]) await tx.allowances.insert(a);
+      for (const p of [1, 2, 3]) await tx.allowanceWaiters.insert(waiter(long.id, p, { createdAt: T0 + 10 * p }));
+      await tx.allowanceWaiters.insert(waiter(long.id, 4, { state: 'GRANTED', grantedAt: T0, createdAt: T0 }));
+      await tx.allowanceWaiters.insert(waiter(short.id, 1, { createdAt: T0 + 5 }));
+      // Nobody waits on idle any more: it is left out.
+      await tx.allowanceWaiters.insert(waiter(idle.id, 1, { state: 'EXPIRED' }));
+      for (const p of [1, 2]) await tx.allowanceWaiters.insert({ ...waiter(elsewhere.id, p), spaceId: otherSpace });
+    });
+    expect(await store.read((tx) => tx.allowanceWaiters.censusLines(10))).toEqual([
+      { spaceId, allowanceId: long.id, allowanceName: 'long', waiting: 3, oldestWaitingAt: T0 + 10 },
+      { spaceId: otherSpace, allowanceId: elsewhere.id, allowanceName: 'long', waiting: 2, oldestWaitingAt: T0 },
+      { spaceId, allowanceId: short.id, allowanceName: 'short', waiting: 1, oldestWaitingAt: T0 + 5 },
+    ]);
+    expect((await store.read((tx) => tx.allowanceWaiters.censusLines(1))).map((l) => l.allowanceId)).toEqual([long.id]);
+  });
+
   it('finds a consumption by workKey within its allowance only', async () => {
     const a = allowance();
     const other = allowance();

@@ -158,6 +158,44 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     expect(due.map((m) => m.leaseExpiresAt)).toEqual([T0 + 5_000, T0 + 10_000]);
   });
 
+  it('census counts READY, CLAIMED and DEAD per mailbox across spaces, the most live first, at most `limit`', async () => {
+    const scope = randomUUID();
+    const otherSpace = randomUUID();
+    await store.transaction((tx) => insertTenant(tx, randomUUID(), otherSpace, T0));
+    const busy = mailbox({ name: 'busy' });
+    const poisoned = mailbox({ name: 'poisoned' });
+    const quiet = mailbox({ name: 'quiet' });
+    const done = mailbox({ name: 'done' });
+    const elsewhere = mailbox({ spaceId: otherSpace, name: 'busy' });
+    const ended = (state: 'DEAD' | 'ACKED', attempt: number) => ({ state, attempt });
+    await store.transaction(async (tx) => {
+      for (const box of [busy, poisoned, quiet, done, elsewhere]) await tx.mailboxes.insert(box);
+      // busy: 4 READY; the first sent (T0 + 5) is CLAIMED below.
+      for (const at of [T0 + 5, T0 + 10, T0 + 20, T0 + 30]) await tx.messages.insert(message(busy.id, scope, { createdAt: at, updatedAt: at }));
+      // poisoned: 1 READY, 2 DEAD, 1 ACKED (never counted).
+      await tx.messages.insert(message(poisoned.id, scope, { createdAt: T0 + 40, updatedAt: T0 + 40 }));
+      for (let i = 0; i < 2; i++) await tx.messages.insert(message(poisoned.id, scope, ended('DEAD', 5)));
+      await tx.messages.insert(message(poisoned.id, scope, ended('ACKED', 1)));
+      // quiet: nothing live, 1 DEAD. done: only ACKED, so left out.
+      await tx.messages.insert(message(quiet.id, scope, ended('DEAD', 5)));
+      await tx.messages.insert(message(done.id, scope, ended('ACKED', 1)));
+      // Another space's mailbox of the same name: 2 READY.
+      for (let i = 0; i < 2; i++) await tx.messages.insert({ ...message(elsewhere.id, scope), spaceId: otherSpace });
+    });
+    // The oldest READY of busy (T0 + 5) is claimed: its oldest READY is then the one sent at T0 + 10.
+    await store.transaction((tx) => tx.messages.claimNext(claimOf(busy.id, scope)));
+    const census = await store.read((tx) => tx.messages.census(10));
+    expect(census).toEqual([
+      { spaceId, mailboxId: busy.id, mailboxName: 'busy', ready: 3, claimed: 1, dead: 0, oldestReadyAt: T0 + 10 },
+      { spaceId: otherSpace, mailboxId: elsewhere.id, mailboxName: 'busy', ready: 2, claimed: 0, dead: 0, oldestReadyAt: T0 },
+      { spaceId, mailboxId: poisoned.id, mailboxName: 'poisoned', ready: 1, claimed: 0, dead: 2, oldestReadyAt: T0 + 40 },
+      { spaceId, mailboxId: quiet.id, mailboxName: 'quiet', ready: 0, claimed: 0, dead: 1, oldestReadyAt: null },
+    ]);
+    // The cap keeps the mailboxes with the most live messages.
+    expect((await store.read((tx) => tx.messages.census(2))).map((c) => c.mailboxId)).toEqual([busy.id, elsewhere.id]);
+    expect(await store.read((tx) => tx.messages.census(0))).toEqual([]);
+  });
+
   it('concurrent claims take every message exactly once (20 claims of 10 messages)', async () => {
     const scope = randomUUID();
     const { box, ids } = await seed(10, scope);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '@baton/core';
-import { openStore } from '../server/src/store/open-store';
-import type { SqlStore } from '../server/src/store/sql/sql-store';
+import { openStore } from '@baton/server/store/open-store';
+import type { SqlStore } from '@baton/server/store/sql/sql-store';
 import { createTestDatabase, insertTenant, postgresUrl, type TestDatabase } from './support/databases';
 
 /**

@@ -1,7 +1,4 @@
 #!/usr/bin/env node
-// The `baton` command. Sources are TypeScript, loaded through tsx so no build step is needed.
-import { register } from 'tsx/esm/api';
-
-register();
-const { run } = await import('../src/cli/main.ts');
+// The `baton` command: the compiled CLI (npm run build; `npm install` builds it through prepare).
+const { run } = await import('../dist/cli.js');
 process.exitCode = await run(process.argv.slice(2));

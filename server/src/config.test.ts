@@ -7,12 +7,15 @@ describe('loadConfig', () => {
       host: '127.0.0.1',
       port: 8080,
       databaseUrl: undefined,
+      dbPoolMax: 10,
       dataDir: './.baton/data',
       bootstrap: true,
       clock: 'system',
       clockStartMs: undefined,
       adminToken: undefined,
+      metricsToken: undefined,
       logLevel: 'info',
+      logFormat: undefined,
     });
   });
 
@@ -21,14 +24,17 @@ describe('loadConfig', () => {
       HOST: '0.0.0.0',
       PORT: '9000',
       DATABASE_URL: 'postgres://db/baton',
+      BATON_DB_POOL_MAX: '40',
       BATON_DATA_DIR: '/var/baton',
       BATON_BOOTSTRAP: 'off',
       BATON_CLOCK: 'manual',
       BATON_CLOCK_START: '2026-01-01T00:00:00.000Z',
       BATON_ADMIN_TOKEN: 'op',
+      BATON_METRICS_TOKEN: 'scrape',
       LOG_LEVEL: 'debug',
+      LOG_FORMAT: 'pretty',
     });
-    expect(config).toMatchObject({ host: '0.0.0.0', port: 9000, databaseUrl: 'postgres://db/baton', bootstrap: false, clock: 'manual', clockStartMs: Date.UTC(2026, 0, 1), adminToken: 'op' });
+    expect(config).toMatchObject({ host: '0.0.0.0', port: 9000, databaseUrl: 'postgres://db/baton', dbPoolMax: 40, bootstrap: false, clock: 'manual', clockStartMs: Date.UTC(2026, 0, 1), adminToken: 'op', metricsToken: 'scrape', logLevel: 'debug', logFormat: 'pretty' });
   });
 
   it.each([
@@ -37,6 +43,9 @@ describe('loadConfig', () => {
     [{ BATON_CLOCK: 'fast' }, /BATON_CLOCK/],
     [{ BATON_BOOTSTRAP: 'maybe' }, /BATON_BOOTSTRAP/],
     [{ BATON_CLOCK_START: 'yesterday' }, /BATON_CLOCK_START/],
+    [{ LOG_FORMAT: 'text' }, /LOG_FORMAT/],
+    [{ BATON_DB_POOL_MAX: '0' }, /BATON_DB_POOL_MAX/],
+    [{ BATON_DB_POOL_MAX: 'many' }, /BATON_DB_POOL_MAX/],
   ])('refuses %j with a message naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrowError(ConfigError);
     expect(() => loadConfig(env)).toThrowError(message);

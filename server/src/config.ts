@@ -1,18 +1,27 @@
 import { msFromIso } from '@baton/core';
 
+/** How log lines are written: JSON lines for machines, pino-pretty for people. */
+export type LogFormat = 'json' | 'pretty';
+
 /** Everything the server reads from its environment, read once at start-up (decisions §1). */
 export interface Config {
   host: string;
   port: number;
   /** PostgreSQL through `pg` when set; embedded PGlite under dataDir otherwise. */
   databaseUrl: string | undefined;
+  /** Connections of the store's pool on PostgreSQL (BATON_DB_POOL_MAX, 10); the notifier takes 3 more. */
+  dbPoolMax: number;
   dataDir: string;
   bootstrap: boolean;
   clock: 'system' | 'manual';
   /** Where a manual clock starts; the wall clock's reading at start-up when unset. */
   clockStartMs: number | undefined;
   adminToken: string | undefined;
+  /** BATON_METRICS_TOKEN: enables GET /metrics behind this bearer token (404 without it). */
+  metricsToken: string | undefined;
   logLevel: string;
+  /** LOG_FORMAT; unset: pretty on a terminal, JSON otherwise (host/logger.ts). */
+  logFormat: LogFormat | undefined;
 }
 
 export class ConfigError extends Error {
@@ -22,10 +31,14 @@ export class ConfigError extends Error {
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const port = Number(env.PORT ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT must be 0 to 65535, got ${env.PORT}`);
+  const dbPoolMax = Number(env.BATON_DB_POOL_MAX ?? 10);
+  if (!Number.isInteger(dbPoolMax) || dbPoolMax < 1 || dbPoolMax > 1000) throw new ConfigError(`BATON_DB_POOL_MAX must be 1 to 1000, got ${env.BATON_DB_POOL_MAX}`);
   const clock = env.BATON_CLOCK ?? 'system';
   if (clock !== 'system' && clock !== 'manual') throw new ConfigError(`BATON_CLOCK must be system or manual, got ${clock}`);
   const bootstrap = env.BATON_BOOTSTRAP ?? 'on';
   if (bootstrap !== 'on' && bootstrap !== 'off') throw new ConfigError(`BATON_BOOTSTRAP must be on or off, got ${bootstrap}`);
+  const logFormat = env.LOG_FORMAT || undefined;
+  if (logFormat !== undefined && logFormat !== 'json' && logFormat !== 'pretty') throw new ConfigError(`LOG_FORMAT must be json or pretty, got ${logFormat}`);
   let clockStartMs: number | undefined;
   if (env.BATON_CLOCK_START) {
     try {
@@ -38,11 +51,14 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     host: env.HOST ?? '127.0.0.1',
     port,
     databaseUrl: env.DATABASE_URL || undefined,
+    dbPoolMax,
     dataDir: env.BATON_DATA_DIR ?? './.baton/data',
     bootstrap: bootstrap === 'on',
     clock,
     clockStartMs,
     adminToken: env.BATON_ADMIN_TOKEN || undefined,
+    metricsToken: env.BATON_METRICS_TOKEN || undefined,
     logLevel: env.LOG_LEVEL ?? 'info',
+    logFormat,
   };
 }

@@ -1,6 +1,6 @@
-import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
 import { clockFor, createBaton } from './host/baton';
+import { createLogger, resolveLogFormat } from './host/logger';
 import { embeddedDurabilityNote } from './store/durability';
 import { PgNotifier } from './notify/pg-notifier';
 import { openStore } from './store/open-store';
@@ -15,9 +15,9 @@ async function main(): Promise<void> {
     process.stderr.write(`baton: ${error.message}\n`);
     process.exit(2);
   }
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger({ level: config.logLevel, format: resolveLogFormat(config.logFormat, process.stdout.isTTY === true) });
   const store = config.databaseUrl
-    ? await openStore({ kind: 'postgres', url: config.databaseUrl })
+    ? await openStore({ kind: 'postgres', url: config.databaseUrl, poolMax: config.dbPoolMax })
     : await openStore({ kind: 'pglite', dataDir: config.dataDir });
   if (store.kind === 'pglite') logger.warn({ dataDir: config.dataDir }, embeddedDurabilityNote);
   const clock = clockFor(config);
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   // is one process, so its default LocalNotifier is enough.
   // It takes two connections of its own: the listener and a publisher with asynchronous commit.
   const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.databaseUrl, clock, logger }) : undefined;
-  const baton = await createBaton({ store, clock, adminToken: config.adminToken, bootstrap: config.bootstrap, logger, notifier });
+  const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, bootstrap: config.bootstrap, logger, notifier });
 
   const shutdown = (signal: string): void => {
     logger.info({ signal }, 'draining: readiness is false, waiting for in-flight requests');
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
 
   baton.background.start();
   const address = await baton.app.listen({ host: config.host, port: config.port });
-  logger.info({ address, store: store.kind, clock: clock.mode, admin: config.adminToken ? 'enabled' : 'disabled (set BATON_ADMIN_TOKEN)' }, 'baton is serving');
+  logger.info({ address, store: store.kind, clock: clock.mode, admin: config.adminToken ? 'enabled' : 'disabled (set BATON_ADMIN_TOKEN)', metrics: config.metricsToken ? 'enabled' : 'disabled (set BATON_METRICS_TOKEN)' }, 'baton is serving');
   if (baton.devCredentials) printDevCredentials(address, baton.devCredentials);
 }
 

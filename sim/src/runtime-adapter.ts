@@ -1,6 +1,4 @@
-// sim/package.json does not list @baton/runtime, so the runtime is imported by path (it is a
-// workspace package with no build step: its sources are what the simulator runs).
-import { createClient, type BatonClient, type RuntimeClock, type RuntimeRandom, type Transport, type TransportResponse } from '../../runtime/src/index';
+import { createClient, type BatonClient, type RuntimeClock, type RuntimeRandom, type Transport, type TransportResponse } from '@baton/runtime';
 import { never } from './client';
 import { requestTimeoutMs, type Network } from './network';
 import type { SimRandom } from './rng';

@@ -1,10 +1,10 @@
 import { inject } from 'vitest';
 import { MemoryStore, type Store, type Tx } from '@baton/core';
-import { openStore } from '../../server/src/store/open-store';
-import { migrate } from '../../server/src/store/sql/migrate';
-import { PgliteDriver } from '../../server/src/store/sql/pglite-driver';
-import { createScratchDatabase, type ScratchDatabase } from '../../server/src/store/sql/scratch-database';
-import { SqlStore } from '../../server/src/store/sql/sql-store';
+import { openStore } from '@baton/server/store/open-store';
+import { migrate } from '@baton/server/store/sql/migrate';
+import { PgliteDriver } from '@baton/server/store/sql/pglite-driver';
+import { createScratchDatabase, type ScratchDatabase } from '@baton/server/store/sql/scratch-database';
+import { SqlStore } from '@baton/server/store/sql/sql-store';
 
 /**
  * Databases for tests: in-memory PGlite always, PostgreSQL when DATABASE_URL is set or the

@@ -1,6 +1,7 @@
 import { ManualClock, SeededRandom, type Clock, type Store } from '@baton/core';
 import type { LightMyRequestResponse } from 'fastify';
-import { createBaton, type Baton } from '../../server/src/host/baton';
+import type { Logger } from 'pino';
+import { createBaton, type Baton, type BatonOptions } from '@baton/server/host/baton';
 import type { StoreTarget } from './databases';
 
 export const adminToken = 'test-admin-token';
@@ -40,10 +41,15 @@ let idemCounter = 0;
 /** A fresh Idempotency-Key for calls that need one but do not test idempotency. */
 export const idem = (): string => `test-${process.pid}-${++idemCounter}`;
 
-export async function startTestServer(store: Store, options: { clock?: Clock; seed?: number; adminToken?: string | null } = {}): Promise<TestServer> {
+export async function startTestServer(
+  store: Store,
+  options: { clock?: Clock; seed?: number; adminToken?: string | null; logger?: Logger } & Pick<BatonOptions, 'metricsToken' | 'metricsCensus'> = {},
+): Promise<TestServer> {
   const clock = options.clock ?? new ManualClock(startMs);
   const token = options.adminToken === undefined ? adminToken : options.adminToken ?? undefined;
-  const baton = await createBaton({ store, clock, random: new SeededRandom(options.seed ?? 1), adminToken: token });
+  const baton = await createBaton({
+    store, clock, random: new SeededRandom(options.seed ?? 1), adminToken: token, logger: options.logger, metricsToken: options.metricsToken, metricsCensus: options.metricsCensus,
+  });
   const inject = async (method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<Reply> => {
     const res = await baton.app.inject({ method: method as 'GET', url, headers, ...(body === undefined ? {} : { payload: body as object }) });
     return { statusCode: res.statusCode, headers: res.headers, body: res.body ? JSON.parse(res.body) : undefined };

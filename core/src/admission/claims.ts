@@ -11,7 +11,7 @@ import { plantedBugs } from '../planted-bugs';
 import type { Pool, WorkLimit } from '../pools/model';
 import { together } from '../store/together';
 import { isoFromMs } from '../time';
-import type { ClaimedResources, DeliveryRequirements } from './model';
+import type { ClaimedResources, DeliveryRequirements, ResourceKind } from './model';
 
 /**
  * Claiming and releasing the resources of a task delivery, in the lock order of
@@ -34,6 +34,8 @@ export class Shortages {
   /** Smallest amount found short per resource key: a later candidate asking as much or more is short too. */
   private readonly short = new Map<string, bigint>();
   readonly topics = new Set<string>();
+  /** The kinds found short: what a blocked admit reports (the server counts them for metrics). */
+  readonly kinds = new Set<ResourceKind>();
   retryAtMs: number | null = null;
 
   knownShort(r: DeliveryRequirements): boolean {
@@ -50,8 +52,9 @@ export class Shortages {
   }
 
   /** Notes a resource found short; answers false, what a claim step answers when it stops. */
-  record(aggregateType: string, id: string, amount: bigint, retryAtMs: number | null = null): false {
+  record(aggregateType: ResourceKind, id: string, amount: bigint, retryAtMs: number | null = null): false {
     const key = topicOf(aggregateType, id);
+    this.kinds.add(aggregateType);
     const found = this.short.get(key);
     if (found === undefined || amount < found) this.short.set(key, amount);
     this.topics.add(key);

@@ -25,6 +25,10 @@ export interface ClaimedResources {
   workLimit: { id: string; name: string } | null;
 }
 
+/** The kinds of resource an admission claims, named as their aggregates (and journal topics) are. */
+export const resourceKinds = ['pool', 'allowance', 'budget', 'work_limit'] as const;
+export type ResourceKind = (typeof resourceKinds)[number];
+
 export const hasRequirements = (r: DeliveryRequirements): boolean =>
   r.pools.length > 0 || r.quotas.length > 0 || r.budgets.length > 0 || r.workLimit !== null;
 

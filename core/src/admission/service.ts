@@ -11,7 +11,7 @@ import { together } from '../store/together';
 import type { Task } from '../tasks/model';
 import { isoFromMs } from '../time';
 import { claimResources, Shortages } from './claims';
-import { maxCandidatesPerAdmit } from './model';
+import { maxCandidatesPerAdmit, type ResourceKind } from './model';
 import { maxKeptSavepoints } from '../batches/items';
 import { claimedView } from './views';
 
@@ -32,6 +32,12 @@ export interface AdmitAttempt {
    */
   wakeTopics: string[];
   retryAtMs: number | null;
+  /**
+   * When nothing was admitted: the kinds of resource found short for the candidates examined
+   * (empty when there was no candidate at all). Known without a statement of its own: metrics
+   * count blocked admissions from it.
+   */
+  blockedBy: ResourceKind[];
 }
 
 export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttempt> {
@@ -64,7 +70,7 @@ export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttem
     if (examined >= maxCandidatesPerAdmit) break;
     candidate = await ctx.tx.messages.claimCandidate({ ...request, afterSeq: candidate.message.seq });
   }
-  return { delivery: undefined, wakeTopics: [...readyTopicsOf(body.mailboxId, scopeIds, ['task']), ...shortages.topics], retryAtMs: shortages.retryAtMs };
+  return { delivery: undefined, wakeTopics: [...readyTopicsOf(body.mailboxId, scopeIds, ['task']), ...shortages.topics], retryAtMs: shortages.retryAtMs, blockedBy: [...shortages.kinds] };
 }
 
 /** What one admit-batch try admitted, in FIFO order; when nothing, what the long poll waits on (as AdmitAttempt). */
@@ -72,6 +78,7 @@ export interface AdmitManyAttempt {
   deliveries: AdmittedDeliveryView[];
   wakeTopics: string[];
   retryAtMs: number | null;
+  blockedBy: ResourceKind[];
 }
 
 /**
@@ -137,8 +144,8 @@ export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: numbe
     candidates = await ask(candidates.at(-1)!.message.seq);
   }
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
-  if (deliveries.length > 0) return { deliveries, wakeTopics: [], retryAtMs: null };
-  return { deliveries, wakeTopics: [...readyTopicsOf(body.mailboxId, scopeIds, ['task']), ...shortages.topics], retryAtMs: shortages.retryAtMs };
+  if (deliveries.length > 0) return { deliveries, wakeTopics: [], retryAtMs: null, blockedBy: [] };
+  return { deliveries, wakeTopics: [...readyTopicsOf(body.mailboxId, scopeIds, ['task']), ...shortages.topics], retryAtMs: shortages.retryAtMs, blockedBy: [...shortages.kinds] };
 }
 
 /** A candidate with requirements, tried as admit tries it: its admission, or undefined when a resource is short. */
@@ -176,7 +183,7 @@ async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRe
 async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[], scopeId: string, movedWithClaim?: { task: Task | undefined }, loaded?: Task): Promise<AdmitAttempt> {
   const { delivery, events } = await admittedDelivery(ctx, message, token, resourceEvents, scopeId, movedWithClaim, loaded);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
-  return { delivery, wakeTopics: [], retryAtMs: null };
+  return { delivery, wakeTopics: [], retryAtMs: null, blockedBy: [] };
 }
 
 /** admitted's reply and events, for a caller that appends the events of several admissions at once. */

@@ -40,6 +40,20 @@ export interface AllowanceWaiter {
   updatedAt: number;
 }
 
+/**
+ * One allowance's wait line as a metrics census sees it (AllowanceWaiterRepository.censusLines):
+ * for operators, across spaces; never read by an operation.
+ */
+export interface WaitLineCensus {
+  spaceId: string;
+  allowanceId: string;
+  allowanceName: string;
+  /** WAITING waiters in the line. */
+  waiting: number;
+  /** createdAt of the line's oldest WAITING waiter (epoch ms, injected clock). */
+  oldestWaitingAt: number;
+}
+
 export interface Consumption {
   id: string;
   spaceId: string;

@@ -1,4 +1,4 @@
-import type { Allowance, AllowanceWaiter, Consumption } from './model';
+import type { Allowance, AllowanceWaiter, Consumption, WaitLineCensus } from './model';
 import type { LockOptions } from '../store/lock-options';
 
 export interface AllowanceRepository {
@@ -24,6 +24,12 @@ export interface AllowanceWaiterRepository {
   listWaiting(spaceId: string, allowanceId: string, limit: number): Promise<AllowanceWaiter[]>;
   countWaiting(spaceId: string, allowanceId: string): Promise<number>;
   countWaitingInSpace(spaceId: string): Promise<number>;
+  /**
+   * The metrics census (server/src/metrics/census-sampler.ts): the longest wait lines of any
+   * space, at most `limit`, longest first; allowances nobody waits on are left out. In SQL it
+   * reads only the partial index of WAITING rows (allowance_waiters_line).
+   */
+  censusLines(limit: number): Promise<WaitLineCensus[]>;
 }
 
 export interface ConsumptionRepository {

@@ -130,3 +130,19 @@ export interface SendTarget {
 
 /** Position in a mailbox's message list, which is ordered by seq. */
 export type MessageListPosition = number;
+
+/**
+ * One mailbox as a metrics census sees it (MessageRepository.census): how many of its messages
+ * wait, are leased, and died, and when the oldest waiting one was sent. For operators, across
+ * spaces; never read by an operation.
+ */
+export interface MailboxCensus {
+  spaceId: string;
+  mailboxId: string;
+  mailboxName: string;
+  ready: number;
+  claimed: number;
+  dead: number;
+  /** createdAt of the oldest READY message (epoch ms, injected clock); null when none is READY. */
+  oldestReadyAt: number | null;
+}

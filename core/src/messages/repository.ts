@@ -1,4 +1,4 @@
-import type { BatchClaimRequest, Candidate, CandidateRequest, CandidatesRequest, ClaimRequest, LiveCounts, Mailbox, Message, MessageListPosition, MessageState, NewMessage, SendTarget } from './model';
+import type { BatchClaimRequest, Candidate, CandidateRequest, CandidatesRequest, ClaimRequest, LiveCounts, Mailbox, MailboxCensus, Message, MessageListPosition, MessageState, NewMessage, SendTarget } from './model';
 import type { LockOptions } from '../store/lock-options';
 
 export interface MailboxRepository {
@@ -84,4 +84,13 @@ export interface MessageRepository {
    * transaction, earliest expiry first. Rows another server (or a complete) holds are skipped.
    */
   claimExpired(nowMs: number, limit: number): Promise<Message[]>;
+  /**
+   * The metrics census (server/src/metrics/census-sampler.ts): the mailboxes of any space with
+   * the most live (READY plus CLAIMED) messages, then the most DEAD ones, at most `limit`, each
+   * with its READY, CLAIMED and DEAD counts and its oldest READY message's createdAt. Mailboxes
+   * holding none of these are left out. Read every few seconds by one server, never by an
+   * operation: in SQL it reads only the partial indexes of live and of DEAD rows, so its cost
+   * follows what waits and what died, not the history of ACKED messages.
+   */
+  census(limit: number): Promise<MailboxCensus[]>;
 }

@@ -9,12 +9,17 @@ import { InFlightRequests } from './in-flight';
 import { bootstrapDev, type DevCredentials } from './bootstrap';
 import { cryptoRandom } from './crypto-random';
 import { CredentialCache } from '../http/credential-cache';
+import { noTelemetry } from '../http/telemetry';
+import { BatonMetrics } from '../metrics/baton-metrics';
+import type { CensusOptions } from '../metrics/census-sampler';
 
 export interface Baton {
   app: FastifyInstance;
   deps: AppDeps;
   background: BackgroundWork;
   devCredentials: DevCredentials | undefined;
+  /** Set with a metrics token: the registry behind GET /metrics and its census sampler (sampleNow, for tests). */
+  metrics: BatonMetrics | undefined;
   /**
    * SIGTERM's path (decisions §1): readiness false, long polls released, in-flight requests
    * finish. The store stays open: whoever opened it closes it.
@@ -36,6 +41,10 @@ export interface BatonOptions {
    * Whoever passes it closes it, after drainAndClose.
    */
   notifier?: Notifier;
+  /** BATON_METRICS_TOKEN: enables GET /metrics (404 without it) and the census sampler. */
+  metricsToken?: string;
+  /** The census sampler's interval and caps; defaults in census-sampler.ts. */
+  metricsCensus?: Partial<CensusOptions>;
 }
 
 /** How long a drain lets in-flight requests finish before it closes their connections. */
@@ -46,8 +55,13 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
   const random = options.random ?? cryptoRandom;
   const drain = new DrainController();
   const notifier = options.notifier ?? new LocalNotifier(options.clock);
-  // Every commit wakes the long polls waiting on what it changed (core/src/notifier.ts).
-  const store = new NotifyingStore(options.store, notifier);
+  // Without a metrics token nothing is measured: no registry, no hook, no sampler.
+  const metrics = options.metricsToken
+    ? new BatonMetrics({ token: options.metricsToken, store: options.store, clock: options.clock, logger: options.logger, census: options.metricsCensus })
+    : undefined;
+  // Every commit wakes the long polls waiting on what it changed (core/src/notifier.ts), and
+  // hands its events to the metrics, which count from them.
+  const store = new NotifyingStore(options.store, notifier, metrics?.observeCommit);
   const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs);
   const credentials = new CredentialCache(options.clock);
   const unfollow = credentials.follow(notifier);
@@ -61,16 +75,22 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     drain,
     adminToken: options.adminToken,
     runDueWork: () => background.runDue(),
+    telemetry: metrics?.telemetry ?? noTelemetry,
+    metrics,
   };
   const devCredentials = options.bootstrap ? await bootstrapDev(store, options.clock.now(), random) : undefined;
   const app = await buildApp(deps, options.logger ?? false);
   const inFlight = new InFlightRequests();
   inFlight.attach(app.server);
+  // Samples with the server's life: from here until drainAndClose (its timer never holds the process).
+  metrics?.census.start();
   let closing: Promise<void> | undefined;
   const drainAndClose = (): Promise<void> =>
     (closing ??= (async () => {
       drain.start();
       background.stop();
+      // Stopped first and awaited last: no census read is left running on a store about to close.
+      const censusStopped = metrics?.census.stop();
       unfollow();
       const closed = app.close();
       // Long polls answer at once on drain, so in-flight requests end within a request's time;
@@ -78,8 +98,9 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
       await inFlight.idle(drainDeadlineMs);
       app.server.closeAllConnections();
       await closed;
+      await censusStopped;
     })());
-  return { app, deps, background, devCredentials, drainAndClose };
+  return { app, deps, background, devCredentials, metrics, drainAndClose };
 }
 
 export function clockFor(config: Pick<Config, 'clock' | 'clockStartMs'>): Clock {

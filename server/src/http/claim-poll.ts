@@ -1,4 +1,4 @@
-import type { OpContext } from '@baton/core';
+import type { OpContext, ResourceKind } from '@baton/core';
 import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from './deps';
 import { longPollOn, type Wake } from './long-poll';
@@ -9,6 +9,8 @@ export interface ClaimTry {
   claimed: unknown;
   wakeTopics: string[];
   retryAtMs?: number | null;
+  /** An admit's: the kinds of resource found short when it admitted nothing (metrics count them). */
+  blockedBy?: readonly ResourceKind[];
 }
 
 /**
@@ -20,17 +22,24 @@ export interface ClaimTry {
  */
 export function pollClaim(deps: AppDeps, request: FastifyRequest, required: boolean, waitMs: number, firstTopics: string[], claim: (ctx: OpContext) => Promise<ClaimTry>): Promise<Outcome> {
   let wake: Wake = { topics: [], atMs: null };
-  const attempt = (): Promise<Outcome> =>
-    attemptOperation(
+  let blockedBy: readonly ResourceKind[] = [];
+  const attempt = async (): Promise<Outcome> => {
+    blockedBy = [];
+    const outcome = await attemptOperation(
       deps,
       request,
       required,
       async (ctx) => {
         const tried = await claim(ctx);
         wake = { topics: tried.wakeTopics, atMs: tried.retryAtMs ?? null };
+        blockedBy = tried.blockedBy ?? [];
         return tried.claimed === undefined ? { statusCode: 204, body: undefined } : { statusCode: 200, body: tried.claimed };
       },
       (result) => result.statusCode !== 204,
     );
+    // Counted once the try has ended, from its last run (a transaction run again reports once).
+    if (outcome.statusCode === 204 && blockedBy.length > 0) deps.telemetry.admissionBlocked(blockedBy);
+    return outcome;
+  };
   return longPollOn(deps, waitMs, attempt, (o) => o.statusCode !== 204, () => wake, firstTopics);
 }

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Clock, ManualClock, Notifier, Random, Store } from '@baton/core';
 import type { CredentialCache } from './credential-cache';
+import type { MetricsEndpoint, Telemetry } from './telemetry';
 
 /** Draining state shared by readiness and (later) every long poll. */
 export interface Drain {
@@ -25,6 +26,10 @@ export interface AppDeps {
   adminToken?: string;
   /** Runs time-based work that is due now (overdue reservations, later leases and waiters). */
   runDueWork(): Promise<void>;
+  /** Where the routes report parked polls and blocked admissions; noTelemetry without metrics. */
+  telemetry: Telemetry;
+  /** GET /metrics; unset (that route answers 404) without BATON_METRICS_TOKEN. */
+  metrics?: MetricsEndpoint;
 }
 
 export class DrainController implements Drain {

@@ -68,7 +68,13 @@ export async function longPollOn<T>(
       const unarmed = wake.topics.filter((topic) => !armed.has(topic));
       for (const topic of unarmed) armed.add(topic);
       if (unarmed.length > 0) continue;
-      await Promise.race([woken, wake.atMs === null ? woken : sleepUntil(deps, wake.atMs, disarm.signal)]);
+      // Counted while parked only (metrics: baton_long_polls_parked), not while it reads.
+      const unpark = deps.telemetry.pollParked();
+      try {
+        await Promise.race([woken, wake.atMs === null ? woken : sleepUntil(deps, wake.atMs, disarm.signal)]);
+      } finally {
+        unpark();
+      }
     } finally {
       // Releases the armed waits when the read answered or failed first: no timer or waiter is left behind.
       disarm.abort();

@@ -6,8 +6,8 @@ import { SqlStore } from './sql/sql-store';
 
 export type StoreConfig =
   | { kind: 'memory' }
-  /** PostgreSQL through `pg`; `url` is a postgres:// connection string. */
-  | { kind: 'postgres'; url: string }
+  /** PostgreSQL through `pg`; `url` is a postgres:// connection string, `poolMax` its pool's size (10). */
+  | { kind: 'postgres'; url: string; poolMax?: number }
   /** Embedded PGlite persisted under `dataDir`, or in memory without one. */
   | { kind: 'pglite'; dataDir?: string };
 
@@ -17,7 +17,7 @@ export async function openStore(config: StoreConfig): Promise<Store> {
     case 'memory':
       return new MemoryStore();
     case 'postgres':
-      return openMigrated(new PgDriver(config.url));
+      return openMigrated(new PgDriver(config.url, config.poolMax === undefined ? {} : { max: config.poolMax }));
     case 'pglite':
       return openMigrated(await PgliteDriver.open(config.dataDir === undefined ? {} : { dataDir: config.dataDir }));
   }

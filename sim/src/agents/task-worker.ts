@@ -1,4 +1,4 @@
-import { BatonApiError, createWorker, PermanentError, type BatchItemReply, type BatonClient, type CallOptions, type RuntimeClock, type WorkerApi, type WorkerEvent } from '../../../runtime/src/index';
+import { BatonApiError, createWorker, PermanentError, type BatchItemReply, type BatonClient, type CallOptions, type RuntimeClock, type WorkerApi, type WorkerEvent } from '@baton/runtime';
 import type { ClaimedView } from '../checks/tasks';
 import type { SimContext } from '../context';
 import { requestTimeoutMs } from '../network';

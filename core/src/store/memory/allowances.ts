@@ -1,5 +1,5 @@
 import { assert } from '../../assert';
-import type { Allowance, AllowanceWaiter, Consumption } from '../../allowances/model';
+import type { Allowance, AllowanceWaiter, Consumption, WaitLineCensus } from '../../allowances/model';
 import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from '../../allowances/repository';
 import type { MemoryTable } from './table';
 
@@ -72,6 +72,24 @@ export function memoryAllowances(t: AllowanceTables): {
         let n = 0;
         for (const w of t.waiters.scan()) if (w.spaceId === spaceId && w.state === 'WAITING') n++;
         return n;
+      },
+      censusLines: async (limit) => {
+        const lines = new Map<string, WaitLineCensus>();
+        for (const w of t.waiters.scan()) {
+          if (w.state !== 'WAITING') continue;
+          const k = key(w.spaceId, w.allowanceId);
+          const line = lines.get(k);
+          if (line) {
+            line.waiting++;
+            line.oldestWaitingAt = Math.min(line.oldestWaitingAt, w.createdAt);
+            continue;
+          }
+          const allowance = t.allowances.get(k);
+          assert(allowance, `waiter ${w.id} of missing allowance ${w.allowanceId}`);
+          lines.set(k, { spaceId: w.spaceId, allowanceId: w.allowanceId, allowanceName: allowance.name, waiting: 1, oldestWaitingAt: w.createdAt });
+        }
+        const byKey = (a: WaitLineCensus, b: WaitLineCensus): number => (key(a.spaceId, a.allowanceId) < key(b.spaceId, b.allowanceId) ? -1 : 1);
+        return [...lines.values()].sort((a, b) => b.waiting - a.waiting || byKey(a, b)).slice(0, limit);
       },
     },
     consumptions: {

@@ -1,5 +1,5 @@
 import { assert } from '../../assert';
-import type { Candidate, ClaimRequest, LiveCounts, Mailbox, Message } from '../../messages/model';
+import type { Candidate, ClaimRequest, LiveCounts, Mailbox, MailboxCensus, Message } from '../../messages/model';
 import { assertMessage, claim } from '../../messages/rules';
 import type { MailboxRepository, MessageRepository } from '../../messages/repository';
 import { plantedBugs } from '../../planted-bugs';
@@ -38,6 +38,28 @@ export function memoryMessages(
   const countLive = (spaceId: string, mailboxId: string, caps: LiveCounts): LiveCounts => {
     const live = select((m) => m.spaceId === spaceId && (m.state === 'READY' || m.state === 'CLAIMED'));
     return { mailbox: Math.min(caps.mailbox, live.filter((m) => m.mailboxId === mailboxId).length), space: Math.min(caps.space, live.length) };
+  };
+  /** census: every mailbox holding READY, CLAIMED or DEAD messages, the most live first, then the most DEAD. */
+  const census = (limit: number): MailboxCensus[] => {
+    const counted = new Map<string, MailboxCensus>();
+    for (const m of messages.scan()) {
+      if (m.state !== 'READY' && m.state !== 'CLAIMED' && m.state !== 'DEAD') continue;
+      const k = key(m.spaceId, m.mailboxId);
+      let c = counted.get(k);
+      if (!c) {
+        const box = mailboxes.get(k);
+        assert(box, `message ${m.id} of missing mailbox ${m.mailboxId}`);
+        counted.set(k, (c = { spaceId: m.spaceId, mailboxId: m.mailboxId, mailboxName: box.name, ready: 0, claimed: 0, dead: 0, oldestReadyAt: null }));
+      }
+      if (m.state === 'READY') {
+        c.ready++;
+        if (c.oldestReadyAt === null || m.createdAt < c.oldestReadyAt) c.oldestReadyAt = m.createdAt;
+      } else if (m.state === 'CLAIMED') c.claimed++;
+      else c.dead++;
+    }
+    const live = (c: MailboxCensus): number => c.ready + c.claimed;
+    const byKey = (a: MailboxCensus, b: MailboxCensus): number => (key(a.spaceId, a.mailboxId) < key(b.spaceId, b.mailboxId) ? -1 : 1);
+    return [...counted.values()].sort((a, b) => live(b) - live(a) || b.dead - a.dead || byKey(a, b)).slice(0, limit);
   };
   /** An unlessGated claim finds nothing when a gate scope lies below its scope. */
   const gated = (c: Pick<ClaimRequest, 'spaceId' | 'scopeIds' | 'unlessGated'>): boolean => {
@@ -134,6 +156,7 @@ export function memoryMessages(
           .sort((a, b) => a.leaseExpiresAt! - b.leaseExpiresAt! || a.seq - b.seq)
           .slice(0, limit)
           .map((m) => structuredClone(m)),
+      census: async (limit) => census(limit),
     },
   };
 }

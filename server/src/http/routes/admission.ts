@@ -25,8 +25,8 @@ export function admissionRoutes(deps: AppDeps) {
     }, async (request, reply) => {
       const first = readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']);
       const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, async (ctx) => {
-        const { delivery, wakeTopics, retryAtMs } = await admission.admit(ctx, request.body);
-        return { claimed: delivery, wakeTopics, retryAtMs };
+        const { delivery, wakeTopics, retryAtMs, blockedBy } = await admission.admit(ctx, request.body);
+        return { claimed: delivery, wakeTopics, retryAtMs, blockedBy };
       });
       return sendOutcome(reply, outcome);
     });

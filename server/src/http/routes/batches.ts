@@ -33,8 +33,8 @@ export function batchRoutes(deps: AppDeps) {
     }, async (request, reply) => {
       const first = readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']);
       const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, async (ctx) => {
-        const { deliveries, wakeTopics, retryAtMs } = await admission.admitMany(ctx, request.body, request.body.maxTasks);
-        return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics, retryAtMs };
+        const { deliveries, wakeTopics, retryAtMs, blockedBy } = await admission.admitMany(ctx, request.body, request.body.maxTasks);
+        return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics, retryAtMs, blockedBy };
       });
       return sendOutcome(reply, outcome);
     });

@@ -44,6 +44,14 @@ export class PgDriver implements SqlDriver {
     this.pool.on('error', (error) => this.onConnectionError(error));
   }
 
+  /**
+   * The pool's connections now (open, idle) and the checkouts queued for one: read by the metrics
+   * at each scrape, from the pool's own counters, with no statement.
+   */
+  poolStats(): { total: number; idle: number; waiting: number } {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+  }
+
   async query<R>(text: string, params: readonly SqlParam[] = []): Promise<R[]> {
     this.meter.alone();
     const result = await this.pool.query(statement(text, params));

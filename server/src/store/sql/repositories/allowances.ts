@@ -125,6 +125,28 @@ export function sqlAllowanceWaiters(q: SqlQueryable): AllowanceWaiterRepository 
       const [row] = await q.query<{ n: unknown }>(`SELECT count(*) AS n FROM allowance_waiters WHERE space_id = $1 AND state = 'WAITING'`, [spaceId]);
       return toInt(row?.n ?? 0);
     },
+    async censusLines(limit) {
+      // Grouped over allowance_waiters_line (the WAITING rows only), then named: the join reads
+      // at most `limit` allowances.
+      const rows = await q.query<Row>(
+        `WITH lines AS (
+           SELECT space_id, allowance_id, count(*) AS waiting, min(created_at) AS oldest_waiting_at
+           FROM allowance_waiters WHERE state = 'WAITING' GROUP BY space_id, allowance_id
+           ORDER BY waiting DESC, space_id, allowance_id LIMIT $1
+         )
+         SELECT l.space_id, l.allowance_id, a.name, l.waiting, l.oldest_waiting_at
+         FROM lines l JOIN allowances a ON a.space_id = l.space_id AND a.id = l.allowance_id
+         ORDER BY l.waiting DESC, l.space_id, l.allowance_id`,
+        [limit],
+      );
+      return rows.map((r) => ({
+        spaceId: toText(r.space_id),
+        allowanceId: toText(r.allowance_id),
+        allowanceName: toText(r.name),
+        waiting: toInt(r.waiting),
+        oldestWaitingAt: toMs(r.oldest_waiting_at),
+      }));
+    },
   };
 }
 

@@ -391,5 +391,40 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       );
       return rows.map(toMessage);
     },
+    async census(limit) {
+      // Two groupings, each over a partial index: `live` over messages_live (READY and CLAIMED
+      // rows), `dead` over messages_dead (migration 016). Neither touches an ACKED or CANCELLED
+      // row, so the cost follows the backlog, not the history. Only the `limit` mailboxes kept
+      // are named from mailboxes.
+      const rows = await q.query<Row>(
+        `WITH live AS (
+           SELECT space_id, mailbox_id,
+             count(*) FILTER (WHERE state = 'READY') AS ready,
+             count(*) FILTER (WHERE state = 'CLAIMED') AS claimed,
+             min(created_at) FILTER (WHERE state = 'READY') AS oldest_ready_at
+           FROM messages WHERE state IN ('READY', 'CLAIMED') GROUP BY space_id, mailbox_id
+         ), dead AS (
+           SELECT space_id, mailbox_id, count(*) AS dead FROM messages WHERE state = 'DEAD' GROUP BY space_id, mailbox_id
+         ), ranked AS (
+           SELECT space_id, mailbox_id, coalesce(live.ready, 0) AS ready, coalesce(live.claimed, 0) AS claimed, coalesce(dead.dead, 0) AS dead, live.oldest_ready_at
+           FROM live FULL JOIN dead USING (space_id, mailbox_id)
+           ORDER BY coalesce(live.ready, 0) + coalesce(live.claimed, 0) DESC, coalesce(dead.dead, 0) DESC, space_id, mailbox_id
+           LIMIT $1
+         )
+         SELECT r.space_id, r.mailbox_id, mb.name, r.ready, r.claimed, r.dead, r.oldest_ready_at
+         FROM ranked r JOIN mailboxes mb ON mb.space_id = r.space_id AND mb.id = r.mailbox_id
+         ORDER BY r.ready + r.claimed DESC, r.dead DESC, r.space_id, r.mailbox_id`,
+        [limit],
+      );
+      return rows.map((r) => ({
+        spaceId: toText(r.space_id),
+        mailboxId: toText(r.mailbox_id),
+        mailboxName: toText(r.name),
+        ready: toInt(r.ready),
+        claimed: toInt(r.claimed),
+        dead: toInt(r.dead),
+        oldestReadyAt: toMsOrNull(r.oldest_ready_at),
+      }));
+    },
   };
 }

@@ -100,7 +100,7 @@ function descendantsOf(pid: number): number[] {
 
 describe('the runtime examples against `npm start`', () => {
   it('a worker and a submitter complete every task; SIGTERM drains both processes to exit 0', async () => {
-    const server = run('server/src/main.ts', [], { PORT: '0', BATON_DATA_DIR: join(dataDir, 'data'), DATABASE_URL: '', LOG_LEVEL: 'info' });
+    const server = run('server/dist/main.js', [], { PORT: '0', BATON_DATA_DIR: join(dataDir, 'data'), DATABASE_URL: '', LOG_LEVEL: 'info' });
     const url = (await waitForOutput(server, /"address":"(http:\/\/[^"]+)"/, 20_000))[1]!;
     // The banner with the export lines follows the "serving" log line.
     const space = (await waitForOutput(server, /export BATON_SPACE=(\S+)/, 5_000))[1]!;

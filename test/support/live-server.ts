@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Clock, Plan, Store } from '@baton/core';
-// Tests may start a server; the runtime's own source never imports it.
-import { createBaton, openStore, type Baton } from '../../../server/src/index';
+// The runtime's tests start a server; the runtime itself never imports it.
+import { createBaton, openStore, type Baton } from '@baton/server';
 
 /** A Baton server on embedded PGlite listening on a loopback port, with one organization, space and key. */
 export interface LiveServer {

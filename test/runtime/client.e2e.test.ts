@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { SystemClock } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLiveServer, type LiveServer } from './testing/live-server';
-import { createClient, type BatonClient, type ClientOptions } from './client';
-import { BatonApiError } from './errors';
-import { fetchTransport, type Transport, type TransportResponse } from './transport';
+import { startLiveServer, type LiveServer } from '../support/live-server';
+import { createClient, type BatonClient, type ClientOptions, BatonApiError, fetchTransport, type Transport, type TransportResponse } from '@baton/runtime';
 
 let server: LiveServer;
 

@@ -1,0 +1,37 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+/** The fields of the one line each request leaves in the log (docs/operator.md, "Logs"). */
+export interface RequestLine {
+  method: string;
+  /** The route pattern (`/v1/spaces/:spaceId/tasks`); null when no route matched. */
+  route: string | null;
+  /** The URL path without its query string: the query may carry cursors nobody needs in logs. */
+  path: string;
+  statusCode: number;
+  durationMs: number;
+}
+
+/**
+ * One line per request, written when the reply has gone out. Only what identifies the request
+ * and its outcome: never headers (credentials) or bodies (lease tokens, key secrets, payloads).
+ * The request logger already binds `reqId`.
+ */
+export function installRequestLog(app: FastifyInstance): void {
+  app.addHook('onResponse', async (request, reply) => {
+    const line = requestLine(request, reply);
+    // A 4xx is the client's business and routine; a 5xx is ours and wants attention.
+    if (line.statusCode >= 500) request.log.error(line, 'request failed');
+    else request.log.info(line, 'request');
+  });
+}
+
+export function requestLine(request: FastifyRequest, reply: FastifyReply): RequestLine {
+  return {
+    method: request.method,
+    route: request.routeOptions.url ?? null,
+    path: request.url.split('?', 1)[0] ?? request.url,
+    statusCode: reply.statusCode,
+    // Tenths of a millisecond: finer digits are noise and only lengthen the line.
+    durationMs: Math.round(reply.elapsedTime * 10) / 10,
+  };
+}
