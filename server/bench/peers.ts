@@ -18,6 +18,8 @@
  * (Baton's workers, default 16); the cycle window and wake samples as in `tasks`.
  * BENCH_PEERS_DRAIN_ONLY=1 runs only graphile-worker's default drain and Baton's drain on
  * PostgreSQL, the pair to watch while working on the hot path (a few minutes instead of twelve).
+ * BENCH_PEERS_RUNTIME_ONLY=1 runs only graphile-worker batched beside Baton's runtime with
+ * batching, each twice, alternating (the pair of issue 13's target).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -198,6 +200,7 @@ async function run(options: BenchOptions): Promise<void> {
   console.log(`peers: ${jobs} no-op jobs per drain; Baton with ${workers} workers; wake ${config.wakeSamples} samples; PostgreSQL at ${new URL(serverUrl).host}`);
 
   const rows: Row[] = [];
+  if (['1', 'true', 'yes'].includes(process.env.BENCH_PEERS_RUNTIME_ONLY ?? '')) return runtimeOnly(gw, serverUrl, jobs, config);
   const gwDefault = await graphileDrain(gw, serverUrl, jobs, false);
   console.log(`  graphile-worker default: ${fmt(gwDefault.jobs / gwDefault.seconds)} jobs/s`);
   if (['1', 'true', 'yes'].includes(process.env.BENCH_PEERS_DRAIN_ONLY ?? '')) return drainOnly(gwDefault, config);
@@ -250,6 +253,27 @@ async function drainOnly(gwDefault: Drained, config: ReturnType<typeof configOf>
   console.log(`| graphile-worker 0.17.3, default (concurrency 10) | ${fmt(base)} | 1.00× |`);
   console.log(`| Baton, one task per request (${config.workers[0]} workers) | ${fmt(drained)} | ${fmt(drained / base, 2)}× |`);
   if (baton.problems.length > 0) throw new BenchFailure(`problems in Baton's runs (listed above)`);
+}
+
+/**
+ * BENCH_PEERS_RUNTIME_ONLY: graphile-worker batched beside Baton's runtime with batching, each
+ * twice, alternating, so a drift of the machine shows as a spread instead of a false ratio.
+ */
+async function runtimeOnly(gw: GraphileModule, serverUrl: string, jobs: number, config: ReturnType<typeof configOf>): Promise<void> {
+  const graphile: number[] = [];
+  const runtime: number[] = [];
+  for (let round = 0; round < 2; round++) {
+    const batched = await graphileDrain(gw, serverUrl, jobs, true);
+    graphile.push(batched.jobs / batched.seconds);
+    const baton = await runStore('postgres', { ...config, phases: ['runtime'] });
+    if (!baton?.runtimeDrain) throw new BenchFailure('postgres is unreachable');
+    if (baton.problems.length > 0) throw new BenchFailure(`problems in Baton's runs (listed above)`);
+    runtime.push(baton.runtimeDrain.done / baton.runtimeDrain.seconds);
+  }
+  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+  console.log(`\n| system | jobs/s (two runs) | ratio to graphile-worker batched |\n| --- | ---: | ---: |`);
+  console.log(`| graphile-worker 0.17.3, localQueue 100 + completeJobBatchDelay 0 | ${graphile.map((x) => fmt(x)).join(', ')} | 1.00× |`);
+  console.log(`| Baton, @baton/runtime with batching (${config.runtimeWorkers} × ${config.runtimeConcurrency}) | ${runtime.map((x) => fmt(x)).join(', ')} | ${fmt(mean(runtime) / mean(graphile), 2)}× |`);
 }
 
 export const peersBenchmark: Benchmark = {
