@@ -3,7 +3,8 @@ import type { Clock } from './clock/clock';
 /**
  * Wakes long polls (barrier and waiter views, later recv, admit and watch) when something they
  * wait for commits. Topics are `${aggregateType}:${aggregateId}`, one per event appended, so
- * whatever emits an event wakes whoever waits on its aggregate. In-process here; a PostgreSQL
+ * whatever emits an event wakes whoever waits on its aggregate (GET /watch adds topics of its own:
+ * events/watch-topics.ts). In-process here; a PostgreSQL
  * LISTEN/NOTIFY notifier will carry the same topics across servers.
  */
 export interface Notifier {

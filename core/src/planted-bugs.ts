@@ -24,6 +24,12 @@ export const plantableBugs = [
   'group-decides-twice',
   /** a batch route (decisions §8) retried with its Idempotency-Key runs its items again instead of replaying its reply. */
   'batch-replay-reapplies',
+  /** GET /watch passes over the first event each read examines, moving its cursor past it unseen. */
+  'watch-skips-event',
+  /** GET /watch ignores the `aggregate` filter, answering events of every aggregate. */
+  'watch-ignores-aggregate',
+  /** the webhook dispatcher moves a destination's cursor past every fourth event it reads without delivering it. */
+  'webhook-skips-event',
 ] as const;
 
 /**

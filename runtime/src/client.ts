@@ -4,6 +4,7 @@ import { BatonApiError, errorFromReply, isRetryable, networkError, timeoutError 
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry';
 import { fetchTransport, type Transport, type TransportRequest, type TransportResponse } from './transport';
+import { createWatch, type EventWatch, type WatchOptions, type WatchQuery } from './watch';
 
 /**
  * The typed client of one space: a method per route of docs/api.md under
@@ -217,6 +218,10 @@ export interface BatonClient extends WorkerApi, TaskGroupApi {
   setLimits(body: In<S['spaceLimitsBody']>, options?: CallOptions): Promise<Out<S['spaceLimitsView']>>;
   /** GET /events?cursor=&limit=: nextCursor is never null; keep polling with it. */
   listEvents(query?: EventsQuery, options?: CallOptions): Promise<Out<S['eventPage']>>;
+  /** GET /watch: one filtered page, a long poll of up to waitSeconds. client.watch follows it for you. */
+  watchEvents(query?: WatchQuery, options?: CallOptions): Promise<Out<S['eventPage']>>;
+  /** The filtered journal as an async iterator over GET /watch: resumes across errors and restarts (watch.ts). */
+  watch(options?: WatchOptions): EventWatch;
 }
 
 type QueryValue = string | number | readonly string[] | undefined;
@@ -413,6 +418,9 @@ export function createClient(options: ClientOptions): BatonClient {
     getLimits: (o) => get('/limits', undefined, o),
     setLimits: (body, o) => call({ method: 'PUT', path: '/limits', body }, o),
     listEvents: (query, o) => get('/events', { cursor: query?.cursor, limit: query?.limit }, o),
+    watchEvents: (query, o) =>
+      get('/watch', { cursor: query?.cursor, types: query?.types, aggregate: query?.aggregate, scopeId: query?.scopeId, limit: query?.limit, waitSeconds: query?.waitSeconds }, o, (query?.waitSeconds ?? 0) * 1000),
+    watch: (watchOptions = {}) => createWatch({ page: (query, o) => client.watchEvents(query, o), clock, random, policy }, watchOptions),
   };
   return client;
 }

@@ -8,3 +8,5 @@ export * from './client';
 export * from './worker';
 export * from './helpers';
 export * from './groups';
+export * from './watch';
+export * from './webhooks';

@@ -16,7 +16,18 @@ describe('loadConfig', () => {
       metricsToken: undefined,
       logLevel: 'info',
       logFormat: undefined,
+      secretKey: undefined,
+      webhookAllowPrivate: false,
     });
+  });
+
+  it('reads the webhook secret key (32 bytes base64) and the private-address switch', () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    const config = loadConfig({ BATON_SECRET_KEY: key, BATON_WEBHOOK_ALLOW_PRIVATE: '1' });
+    expect(config.secretKey?.equals(Buffer.alloc(32, 7))).toBe(true);
+    expect(config.webhookAllowPrivate).toBe(true);
+    expect(() => loadConfig({ BATON_SECRET_KEY: Buffer.alloc(16).toString('base64') })).toThrow(/BATON_SECRET_KEY must be 32 bytes/);
+    expect(() => loadConfig({ BATON_WEBHOOK_ALLOW_PRIVATE: 'yes' })).toThrow(ConfigError);
   });
 
   it('reads every variable', () => {

@@ -1,4 +1,5 @@
 import { msFromIso } from '@baton/core';
+import { parseSecretKey, SealError } from './webhooks/seal';
 
 /** How log lines are written: JSON lines for machines, pino-pretty for people. */
 export type LogFormat = 'json' | 'pretty';
@@ -22,6 +23,10 @@ export interface Config {
   logLevel: string;
   /** LOG_FORMAT; unset: pretty on a terminal, JSON otherwise (host/logger.ts). */
   logFormat: LogFormat | undefined;
+  /** BATON_SECRET_KEY (32 bytes base64): seals webhook signing secrets; without it destinations cannot be created. */
+  secretKey: Buffer | undefined;
+  /** BATON_WEBHOOK_ALLOW_PRIVATE=1: webhooks may reach private, loopback and link-local addresses. */
+  webhookAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {
@@ -39,6 +44,16 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   if (bootstrap !== 'on' && bootstrap !== 'off') throw new ConfigError(`BATON_BOOTSTRAP must be on or off, got ${bootstrap}`);
   const logFormat = env.LOG_FORMAT || undefined;
   if (logFormat !== undefined && logFormat !== 'json' && logFormat !== 'pretty') throw new ConfigError(`LOG_FORMAT must be json or pretty, got ${logFormat}`);
+  let secretKey: Buffer | undefined;
+  if (env.BATON_SECRET_KEY) {
+    try {
+      secretKey = parseSecretKey(env.BATON_SECRET_KEY);
+    } catch (err) {
+      throw new ConfigError(err instanceof SealError ? err.message : 'BATON_SECRET_KEY is not valid');
+    }
+  }
+  const allowPrivate = env.BATON_WEBHOOK_ALLOW_PRIVATE ?? '0';
+  if (allowPrivate !== '0' && allowPrivate !== '1') throw new ConfigError(`BATON_WEBHOOK_ALLOW_PRIVATE must be 0 or 1, got ${allowPrivate}`);
   let clockStartMs: number | undefined;
   if (env.BATON_CLOCK_START) {
     try {
@@ -60,5 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     metricsToken: env.BATON_METRICS_TOKEN || undefined,
     logLevel: env.LOG_LEVEL ?? 'info',
     logFormat,
+    secretKey,
+    webhookAllowPrivate: allowPrivate === '1',
   };
 }

@@ -3,3 +3,5 @@ export { createBaton, clockFor, type Baton, type BatonOptions } from './host/bat
 export { openStore, type StoreConfig } from './store/open-store';
 export { createScratchDatabase, type ScratchDatabase } from './store/sql/scratch-database';
 export { PgNotifier, type PgNotifierOptions } from './notify/pg-notifier';
+export type { DispatcherOptions } from './webhooks/dispatcher';
+export type { AttemptOptions, AttemptResult } from './webhooks/http-attempt';

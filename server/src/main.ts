@@ -25,7 +25,9 @@ async function main(): Promise<void> {
   // is one process, so its default LocalNotifier is enough.
   // It takes two connections of its own: the listener and a publisher with asynchronous commit.
   const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.databaseUrl, clock, logger }) : undefined;
-  const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, bootstrap: config.bootstrap, logger, notifier });
+  const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, bootstrap: config.bootstrap, logger, notifier,
+    webhooks: { secretKey: config.secretKey, allowPrivate: config.webhookAllowPrivate } });
+  if (!config.secretKey) logger.warn('BATON_SECRET_KEY is not set: webhook destinations cannot be created (docs/operator.md)');
 
   const shutdown = (signal: string): void => {
     logger.info({ signal }, 'draining: readiness is false, waiting for in-flight requests');
@@ -48,6 +50,8 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => shutdown('SIGINT'));
 
   baton.background.start();
+  // Webhook delivery on its own timer (tests and the simulator run it through runDueWork).
+  baton.webhooks.start();
   const address = await baton.app.listen({ host: config.host, port: config.port });
   logger.info({ address, store: store.kind, clock: clock.mode, admin: config.adminToken ? 'enabled' : 'disabled (set BATON_ADMIN_TOKEN)', metrics: config.metricsToken ? 'enabled' : 'disabled (set BATON_METRICS_TOKEN)' }, 'baton is serving');
   if (baton.devCredentials) printDevCredentials(address, baton.devCredentials);

@@ -2,6 +2,7 @@ import type { JournalEvent, Store } from '@baton/core';
 import type { Ledger } from './ledger';
 import type { SeenEvent } from './agents/watcher';
 import { checkAllowances } from './checks/allowances';
+import { firstSightings } from './checks/watch';
 import { checkMessagesFinal, type MessageLedger } from './checks/messages';
 import type { TaskWorkload } from './agents/task-workload';
 
@@ -153,13 +154,8 @@ async function checkBalances(store: Store, spaceId: string, budgetIds: string[],
 
 /** The watcher saw every committed event exactly once after removing duplicates, in order. */
 function checkWatcher(journal: JournalEvent[], watched: SeenEvent[], problems: string[]): void {
-  const unique: string[] = [];
-  const seen = new Set<string>();
-  for (const e of watched) {
-    if (seen.has(e.eventId)) continue;
-    seen.add(e.eventId);
-    unique.push(e.eventId);
-  }
+  const unique = firstSightings(watched.map((e) => e.eventId));
+  const seen = new Set(unique);
   const expected = journal.map((e) => e.eventId);
   const missing = expected.filter((id) => !seen.has(id));
   if (missing.length > 0) problems.push(`the watcher never saw ${missing.length} committed events (first ${missing[0]})`);

@@ -65,8 +65,8 @@ export class Network {
       // A long poll parks on the server until the clock moves or another request commits, and
       // both happen only in later steps: its step must not wait for it. Everything else is
       // handled to completion within its step.
-      // (A recv names its wait in the body.)
-      const longPoll = /[?&]waitMs=[1-9]/.test(request.path) || Number((request.body as { waitMs?: unknown } | undefined)?.waitMs) > 0;
+      // (A recv names its wait in the body; GET /watch names it in seconds.)
+      const longPoll = /[?&](waitMs|waitSeconds)=[1-9]/.test(request.path) || Number((request.body as { waitMs?: unknown } | undefined)?.waitMs) > 0;
       const start = (copy: boolean) => (longPoll ? void deliver(copy) : deliver(copy));
       this.scheduler.after(this.latency(), 'deliver', () => start(false));
       if (this.rng.chance(this.faults().duplicate)) this.scheduler.after(this.latency() * 2, 'duplicate', () => start(true));

@@ -1,5 +1,5 @@
 import type { Store } from '@baton/core';
-import { createBaton, type Baton } from '@baton/server';
+import { createBaton, type Baton, type BatonOptions } from '@baton/server';
 import type { SimRandom } from './rng';
 import type { Scheduler } from './scheduler';
 
@@ -33,11 +33,19 @@ export class ServerHost {
     private readonly store: Store,
     private readonly scheduler: Scheduler,
     private readonly rng: SimRandom,
+    /** Webhook delivery settings (webhook-receiver.ts): the simulated receiver behind the faulty network. */
+    private readonly webhooks: BatonOptions['webhooks'] = undefined,
   ) {}
 
   async start(): Promise<void> {
     this.generation++;
-    this.baton = await createBaton({ store: this.store, clock: this.scheduler.clock, random: this.rng.fork(`server-${this.generation}`), adminToken });
+    this.baton = await createBaton({
+      store: this.store,
+      clock: this.scheduler.clock,
+      random: this.rng.fork(`server-${this.generation}`),
+      adminToken,
+      ...(this.webhooks ? { webhooks: this.webhooks } : {}),
+    });
   }
 
   isUp(): boolean {

@@ -11,7 +11,11 @@ import type { RuntimeBugs } from './agents/task-worker';
 import type { GroupStats } from './checks/groups';
 import type { TaskRuntimeStats } from './checks/tasks';
 import { Watcher } from './agents/watcher';
-import { checkFinal, checkStep } from './checker';
+import { WatchFollower } from './agents/watch-follower';
+import { checkWatchFollower } from './checks/watch';
+import { checkWebhookDeliveries, setUpDestination } from './checks/webhooks';
+import { WebhookReceiver } from './webhook-receiver';
+import { checkFinal, checkStep, readJournal } from './checker';
 import { MessageLedger } from './checks/messages';
 import type { Phase, SimContext } from './context';
 import { drawFaults, noFaults, type Faults } from './faults';
@@ -74,9 +78,11 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
   const { store, close } = await openSimStore(config.store);
   const ledger = new Ledger();
   try {
-    const server = new ServerHost(store, scheduler, rng.fork('server'));
+    const receiver = new WebhookReceiver(rng.fork('webhooks'), scheduler.clock, trace);
+    const server = new ServerHost(store, scheduler, rng.fork('server'), receiver.dispatcherOptions());
     await server.start();
     const tenant = await setUpTenant(server, rng);
+    const destination = await setUpDestination(server, tenant, receiver, new SimRandom(`${rng.seed}/destination`));
     let phase: Phase = 'safety';
     const sim: SimContext = {
       scheduler,
@@ -95,14 +101,17 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       },
     };
     sim.network = new Network(scheduler, rng.fork('network'), sim.faults, server, trace);
+    receiver.connect(sim.faults);
     const barriers = await BarrierWorkload.setUp(server, sim, rng.fork('barriers'));
     const tasks = await TaskWorkload.setUp(server, sim, rng.seed, config.runtimeBugs);
     const watcher = new Watcher('watcher', sim);
+    // Two long-polling followers of GET /watch, each with a filter its seed picks.
+    const followers = [new WatchFollower('follower0', sim), new WatchFollower('follower1', sim)];
     const workers = Array.from({ length: config.agents }, (_, i) => (i % 3 === 2 ? new QuotaAgent(`quota${i}`, sim) : new Spender(`agent${i}`, sim)));
     const messageLedger = new MessageLedger((message) => ledger.violation(message), ledger.crashedSessions);
     // Message agents run besides --agents (a fixed few, like the barrier agents): one sender, two workers, one of them often slow.
     const messageAgents = [new MessageSender('sender0', sim, messageLedger), new MessageWorker('mworker0', sim, messageLedger, 0.1), new MessageWorker('mworker1', sim, messageLedger, 0.35)];
-    const agents = [...workers, new Janitor('janitor', sim), watcher, ...(config.messageAgents === false ? [] : messageAgents), ...tasks.agents()];
+    const agents = [...workers, new Janitor('janitor', sim), watcher, ...followers, ...(config.messageAgents === false ? [] : messageAgents), ...tasks.agents()];
     for (const agent of agents) agent.start();
     for (const agent of barriers.agents()) agent.start();
     scheduleServerFaults(scheduler, server, rng.fork('server-faults'), sim, trace);
@@ -126,8 +135,21 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const drainEndMs = scheduler.now() + 10_000;
     while ((scheduler.nextAtMs() ?? Infinity) <= drainEndMs) await scheduler.step();
     while ((await drive(scheduler, watcher.readPage())) > 0);
+    for (const follower of followers) while ((await drive(scheduler, follower.readPage())) > 0);
+    // The dispatcher catches up with what the journal holds (faults are off): a few sweeps, a
+    // second of simulated time apart (a failing destination's retry is due within seconds).
+    const finalJournal = await readJournal(store, tenant.spaceId);
+    for (let round = 0; round < 60 && !destination.caughtUp(finalJournal); round++) {
+      await drive(scheduler, scheduler.sleep(tickMs, 'webhook catch-up'));
+      await server.runDueWork();
+    }
     if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen, { mailboxIds: tenant.mailboxIds, ledger: messageLedger, nowMs: scheduler.now() }, { workload: tasks, nowMs: scheduler.now(), fifo: config.store !== 'pg', sweptUntilMs })));
     if (ledger.violations.length === 0) ledger.violations.push(...(await barriers.checkFinal(store)));
+    if (ledger.violations.length === 0) {
+      const journal = await readJournal(store, tenant.spaceId);
+      for (const f of followers) ledger.violations.push(...checkWatchFollower(f.name, journal, f.filter, f.seen));
+      ledger.violations.push(...receiver.problems, ...checkWebhookDeliveries(journal, destination, receiver.received));
+    }
     return {
       config: { ...config, faults },
       violations: ledger.violations,
@@ -165,7 +187,7 @@ function scheduleServerFaults(scheduler: Scheduler, server: ServerHost, rng: Sim
   scheduler.after(tickMs, 'tick', tick);
 }
 
-interface Tenant {
+export interface Tenant {
   spaceId: string;
   key: string;
   budgetIds: string[];

@@ -30,7 +30,7 @@ export interface TestServer {
   key: string;
   admin(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<Reply>;
   /** A call to /v1/spaces/{spaceId}{path} with the default key unless `key` says otherwise. */
-  api(method: 'GET' | 'POST' | 'PUT', path: string, options?: CallOptions): Promise<Reply>;
+  api(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, options?: CallOptions): Promise<Reply>;
   /** Creates a key in this organization and returns its secret. */
   newKey(body?: { permissions?: string[]; spaceIds?: string[] }): Promise<string>;
   inject(method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<Reply>;
@@ -43,12 +43,12 @@ export const idem = (): string => `test-${process.pid}-${++idemCounter}`;
 
 export async function startTestServer(
   store: Store,
-  options: { clock?: Clock; seed?: number; adminToken?: string | null; logger?: Logger } & Pick<BatonOptions, 'metricsToken' | 'metricsCensus'> = {},
+  options: { clock?: Clock; seed?: number; adminToken?: string | null; logger?: Logger } & Pick<BatonOptions, 'metricsToken' | 'metricsCensus' | 'webhooks'> = {},
 ): Promise<TestServer> {
   const clock = options.clock ?? new ManualClock(startMs);
   const token = options.adminToken === undefined ? adminToken : options.adminToken ?? undefined;
   const baton = await createBaton({
-    store, clock, random: new SeededRandom(options.seed ?? 1), adminToken: token, logger: options.logger, metricsToken: options.metricsToken, metricsCensus: options.metricsCensus,
+    store, clock, random: new SeededRandom(options.seed ?? 1), adminToken: token, logger: options.logger, metricsToken: options.metricsToken, metricsCensus: options.metricsCensus, webhooks: options.webhooks,
   });
   const inject = async (method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<Reply> => {
     const res = await baton.app.inject({ method: method as 'GET', url, headers, ...(body === undefined ? {} : { payload: body as object }) });
@@ -89,9 +89,12 @@ export async function startTestServer(
 }
 
 /** Opens a fresh store of `target` and a test server on it; `close` shuts both. */
-export async function openTestServer(target: StoreTarget): Promise<{ server: TestServer; store: Store; close(): Promise<void> }> {
+export async function openTestServer(
+  target: StoreTarget,
+  options: Parameters<typeof startTestServer>[1] = {},
+): Promise<{ server: TestServer; store: Store; close(): Promise<void> }> {
   const opened = await target.open();
-  const server = await startTestServer(opened.store);
+  const server = await startTestServer(opened.store, options);
   return {
     server,
     store: opened.store,

@@ -32,4 +32,9 @@ export interface TaskGroupRepository {
    * for this transaction. Rows another transaction holds are skipped (SKIP LOCKED).
    */
   claimDeadlinePassed(nowMs: number, limit: number): Promise<TaskGroup[]>;
+  /**
+   * `scopeId` and every group gate scope below it at any depth (a gate scope is a child of its
+   * group's parentScopeId), `scopeId` first: the subtree a watch's scopeId filter matches.
+   */
+  scopeSubtree(spaceId: string, scopeId: string): Promise<string[]>;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { timestamp, uuid } from './common';
+import { watchAggregateError, watchTypesError } from '../events/watch-filter';
+import { timestamp, uuid, uuidInput } from './common';
 
 export const eventView = z
   .object({
@@ -24,3 +25,22 @@ export const eventPage = z
     nextCursor: z.string().describe('Send back as cursor to continue; never null, the journal has no end'),
   })
   .meta({ id: 'EventPage' });
+
+/** A refinement that refuses what `error` names, with its message (400 VALIDATION_FAILED naming the parameter). */
+const checkedBy = (error: (raw: string) => string | null) => (raw: string, ctx: z.core.$RefinementCtx<string>) => {
+  const message = error(raw);
+  if (message !== null) ctx.addIssue({ code: 'custom', message });
+};
+
+/** The effective cap of a watch's wait, in seconds (spec: 0 to 30). */
+export const maxWatchWaitSeconds = 30;
+
+export const watchQuery = eventsQuery.extend({
+  types: z.string().max(4000).superRefine(checkedBy(watchTypesError)).optional()
+    .describe('Comma list of event types; an entry `prefix.*` matches every type starting with `prefix.` (e.g. `task.*,message.acked`)'),
+  aggregate: z.string().max(200).superRefine(checkedBy(watchAggregateError)).optional()
+    .describe('`type` (every aggregate of that type) or `type:id` (one aggregate), e.g. `mailbox:<id>`'),
+  scopeId: uuidInput.optional().describe('Events whose scopeId, or a scope their data names, is this scope or a group gate scope below it at any depth'),
+  waitSeconds: z.coerce.number().int().min(0).max(maxWatchWaitSeconds).default(0)
+    .describe('Long poll: wait this long for a matching event (0 to 30; 0 answers at once)'),
+});

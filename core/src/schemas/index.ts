@@ -11,3 +11,4 @@ export * from './admission';
 export * from './limits';
 export * from './groups';
 export * from './batches';
+export * from './destinations';

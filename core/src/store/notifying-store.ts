@@ -1,4 +1,5 @@
 import type { NewEvent } from '../events/model';
+import { eventWatchTopics } from '../events/watch-topics';
 import { topicOf, type Notifier } from '../notifier';
 import type { Store, Tx } from './store';
 
@@ -14,7 +15,8 @@ export type CommitObserver = (events: readonly NewEvent[]) => void;
  * an event for. Every state change appends an event, so every commit that changes something a
  * long poll waits on wakes it, without each operation having to remember to. An event that made
  * a delivery READY also wakes one poll on its ready topic (NewEvent.wakesOne): recv and admit
- * wait there, so a fleet of parked polls is woken one per delivery, not all per commit.
+ * wait there, so a fleet of parked polls is woken one per delivery, not all per commit. Each
+ * event also publishes the topics GET /watch parks on (events/watch-topics.ts).
  */
 export class NotifyingStore implements Store {
   constructor(
@@ -47,6 +49,8 @@ export class NotifyingStore implements Store {
             if (this.observeCommit) appended.push(...events);
             for (const e of events) {
               topics.add(topicOf(e.aggregateType, e.aggregateId));
+              // GET /watch parks on these: computed from the events in memory, no statement of their own.
+              for (const topic of eventWatchTopics(spaceId, e)) topics.add(topic);
               if (e.wakesOne !== undefined) counted.set(e.wakesOne, (counted.get(e.wakesOne) ?? 0) + 1);
             }
           },

@@ -1,6 +1,7 @@
 import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from '../allowances/repository';
 import type { BarrierRepository } from '../barriers/repository';
 import type { BudgetEntryRepository, BudgetRepository, ReservationRepository } from '../budgets/repository';
+import type { DeliveryAttemptRepository, DestinationRepository } from '../destinations/repository';
 import type { EventRepository } from '../events/repository';
 import type { TaskGroupRepository } from '../groups/repository';
 import type { MailboxRepository, MessageRepository } from '../messages/repository';
@@ -36,11 +37,14 @@ export interface Repositories {
   messages: MessageRepository;
   tasks: TaskRepository;
   taskGroups: TaskGroupRepository;
+  destinations: DestinationRepository;
+  deliveryAttempts: DeliveryAttemptRepository;
 }
 
 export type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from '../allowances/repository';
 export type { BarrierRepository } from '../barriers/repository';
 export type { BudgetEntryRepository, BudgetRepository, ReservationRepository } from '../budgets/repository';
+export type { DeliveryAttemptRepository, DestinationRepository } from '../destinations/repository';
 export type { EventRepository } from '../events/repository';
 export type { TaskGroupRepository } from '../groups/repository';
 export type { MailboxRepository, MessageRepository } from '../messages/repository';

@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import { buildApp } from '../http/app';
 import { DrainController, type AppDeps } from '../http/deps';
 import { BackgroundWork } from './background';
+import { defaultDispatcherOptions, WebhookDispatcher, type DispatcherOptions } from '../webhooks/dispatcher';
 import { InFlightRequests } from './in-flight';
 import { bootstrapDev, type DevCredentials } from './bootstrap';
 import { cryptoRandom } from './crypto-random';
@@ -17,6 +18,8 @@ export interface Baton {
   app: FastifyInstance;
   deps: AppDeps;
   background: BackgroundWork;
+  /** Webhook delivery (server/src/webhooks/dispatcher.ts): main.ts starts its timer; runDueWork runs it once. */
+  webhooks: WebhookDispatcher;
   devCredentials: DevCredentials | undefined;
   /** Set with a metrics token: the registry behind GET /metrics and its census sampler (sampleNow, for tests). */
   metrics: BatonMetrics | undefined;
@@ -45,6 +48,8 @@ export interface BatonOptions {
   metricsToken?: string;
   /** The census sampler's interval and caps; defaults in census-sampler.ts. */
   metricsCensus?: Partial<CensusOptions>;
+  /** Webhooks: BATON_SECRET_KEY, BATON_WEBHOOK_ALLOW_PRIVATE, and (tests) shorter timeouts or schedules. */
+  webhooks?: Partial<DispatcherOptions>;
 }
 
 /** How long a drain lets in-flight requests finish before it closes their connections. */
@@ -63,6 +68,8 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
   // hands its events to the metrics, which count from them.
   const store = new NotifyingStore(options.store, notifier, metrics?.observeCommit);
   const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs);
+  const webhookOptions: DispatcherOptions = { secretKey: undefined, allowPrivate: false, ...defaultDispatcherOptions, ...options.webhooks };
+  const webhooks = new WebhookDispatcher(store, options.clock, random, options.logger, webhookOptions);
   const credentials = new CredentialCache(options.clock);
   const unfollow = credentials.follow(notifier);
   const deps: AppDeps = {
@@ -74,7 +81,11 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     credentials,
     drain,
     adminToken: options.adminToken,
-    runDueWork: () => background.runDue(),
+    runDueWork: async () => {
+      await background.runDue();
+      await webhooks.runDue();
+    },
+    webhooks: { secretKey: webhookOptions.secretKey, allowPrivate: webhookOptions.allowPrivate },
     telemetry: metrics?.telemetry ?? noTelemetry,
     metrics,
   };
@@ -89,6 +100,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     (closing ??= (async () => {
       drain.start();
       background.stop();
+      const webhooksStopped = webhooks.stop();
       // Stopped first and awaited last: no census read is left running on a store about to close.
       const censusStopped = metrics?.census.stop();
       unfollow();
@@ -99,8 +111,9 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
       app.server.closeAllConnections();
       await closed;
       await censusStopped;
+      await webhooksStopped;
     })());
-  return { app, deps, background, devCredentials, metrics, drainAndClose };
+  return { app, deps, background, webhooks, devCredentials, metrics, drainAndClose };
 }
 
 export function clockFor(config: Pick<Config, 'clock' | 'clockStartMs'>): Clock {

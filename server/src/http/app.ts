@@ -11,6 +11,7 @@ import { allowanceRoutes } from './routes/allowances';
 import { barrierRoutes } from './routes/barriers';
 import { budgetRoutes } from './routes/budgets';
 import { eventRoutes } from './routes/events';
+import { watchRoutes } from './routes/watch';
 import { healthRoutes } from './routes/health';
 import { mailboxRoutes } from './routes/mailboxes';
 import { metricsRoutes } from './routes/metrics';
@@ -20,6 +21,7 @@ import { admissionRoutes } from './routes/admission';
 import { batchRoutes } from './routes/batches';
 import { limitRoutes } from './routes/limits';
 import { poolRoutes } from './routes/pools';
+import { destinationRoutes } from './routes/destinations';
 import { spaceScope } from './space-scope';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
@@ -80,6 +82,8 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
       await v1.register(groupRoutes(deps));
       await v1.register(limitRoutes(deps));
       await v1.register(eventRoutes(deps));
+      await v1.register(watchRoutes(deps));
+      await v1.register(destinationRoutes(deps));
     },
     { prefix: '/v1/spaces/:spaceId' },
   );

@@ -28,6 +28,8 @@ export interface AppDeps {
   runDueWork(): Promise<void>;
   /** Where the routes report parked polls and blocked admissions; noTelemetry without metrics. */
   telemetry: Telemetry;
+  /** Webhook settings the routes need: no key refuses destination creation; allowPrivate relaxes the URL check. */
+  webhooks: { secretKey: Buffer | undefined; allowPrivate: boolean };
   /** GET /metrics; unset (that route answers 404) without BATON_METRICS_TOKEN. */
   metrics?: MetricsEndpoint;
 }

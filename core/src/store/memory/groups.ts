@@ -86,6 +86,7 @@ export function memoryGroups(undoLog: () => (() => void)[] | undefined, tasks: T
         .sort((a, b) => a.deadline! - b.deadline! || byCreated(a, b))
         .slice(0, limit)
         .map((g) => structuredClone(g)),
+    scopeSubtree: async (spaceId, scopeId) => scopeSubtree(spaceId, scopeId),
   };
   return { taskGroups, scopeSubtree };
 }

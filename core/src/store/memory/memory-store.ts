@@ -10,6 +10,7 @@ import { memoryBarriers } from './barriers';
 import { memoryMessages } from './messages';
 import { memoryTasks } from './tasks';
 import { memoryGroups } from './groups';
+import { memoryDestinations } from './destinations';
 import type { ApiKey, Org, Space } from '../../tenancy/model';
 import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
 import type { Store, Tx } from '../store';
@@ -131,6 +132,7 @@ export class MemoryStore implements Store {
       ...memoryAllowances(this.allowanceTables),
       ...memoryPools(this.poolTables),
       barriers: memoryBarriers(this.log),
+      ...memoryDestinations(this.log),
       ...messageRepositories,
       tasks,
       taskGroups,

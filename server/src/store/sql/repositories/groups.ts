@@ -119,5 +119,18 @@ export function sqlTaskGroups(q: SqlQueryable): TaskGroupRepository {
       );
       return rows.map(toGroup);
     },
+    async scopeSubtree(spaceId, scopeId) {
+      // The walk getForClaim does (messages.ts), without a mailbox: one statement, one index range per level.
+      const rows = await q.query<{ id: unknown }>(
+        `WITH RECURSIVE below(id) AS (
+           SELECT $2::text COLLATE "C"
+           UNION
+           SELECT g.scope_id FROM task_groups g JOIN below ON g.space_id = $1 AND g.parent_scope_id = below.id
+         ) SELECT id FROM below`,
+        [spaceId, scopeId],
+      );
+      const below = rows.map((r) => toText(r.id)).filter((s) => s !== scopeId);
+      return [scopeId, ...below];
+    },
   };
 }

@@ -5,6 +5,7 @@ import { sqlApiKeys } from './api-keys';
 import { sqlBarriers } from './barriers';
 import { sqlBudgetEntries } from './budget-entries';
 import { sqlBudgets } from './budgets';
+import { sqlDeliveryAttempts, sqlDestinations } from './destinations';
 import { sqlEvents } from './events';
 import { sqlIdempotency } from './idempotency';
 import { sqlMailboxes, sqlMessages } from './messages';
@@ -39,5 +40,7 @@ export function sqlRepositories(q: SqlQueryable): Repositories {
     messages: sqlMessages(q),
     tasks: sqlTasks(q),
     taskGroups: sqlTaskGroups(q),
+    destinations: sqlDestinations(q),
+    deliveryAttempts: sqlDeliveryAttempts(q),
   };
 }
