@@ -7,11 +7,14 @@ import { maxLongPollMs } from './long-poll';
  * Re-reads after a wake that found nothing new, in real milliseconds. On PostgreSQL a commit's
  * notification can arrive before its event passes the journal's horizon (docs/event-journal.md,
  * "Long polls must re-check"); the horizon moves in real time, whatever the server's clock,
- * and usually within a millisecond or two, so a few re-reads spaced out to about 1.3 s in all
- * catch it (PostgreSQL only: the other stores commit one transaction at a time). After them the watch parks on its topics alone: an event still held back by an old
- * transaction is answered by the next wake, or by the final read when the wait ends.
+ * usually within a millisecond or two, so the first re-reads come quickly. It can also stay
+ * behind for seconds while another transaction on the database server is open (a CI run saw
+ * it), so once woken the watch keeps re-reading every second (the last delay, repeated) until a
+ * page holds a match or the wait ends. A watch never woken re-reads nothing: it parks on its
+ * topics alone, and an event committed just before it began but still held back shows at the
+ * next wake or when the wait ends (docs/event-journal.md, "The caveat").
  */
-export const watchRecheckDelaysMs: readonly number[] = [5, 10, 20, 40, 80, 160, 320, 640];
+export const watchRecheckDelaysMs: readonly number[] = [5, 10, 20, 40, 80, 160, 320, 640, 1_000];
 
 export interface WatchRequest {
   spaceId: string;
@@ -41,8 +44,12 @@ export async function watchPoll(deps: AppDeps, request: WatchRequest): Promise<W
   };
   // The subtree is unknown before the first read: its root's topic guards it, and a read that finds more re-arms.
   const armed = new Set(watchTopicsOf(spaceId, filter, filter.scopeId === null ? null : new Set([filter.scopeId])));
+  // Memory and PGlite commit one transaction at a time: what committed is visible at once there.
+  const horizonLags = deps.store.kind === 'postgres';
   /** Index of the next re-check delay; past the end: no re-check pending, wait for a topic. */
   let recheck = watchRecheckDelaysMs.length;
+  /** Woken by a matching commit: keep re-reading every second until its event shows or the wait ends. */
+  let wokenOnce = false;
   for (;;) {
     if (signal.aborted) return { items: [], nextCursor: cursor ?? '0', subtree: null };
     const remaining = deadline - deps.clock.now();
@@ -63,9 +70,14 @@ export async function watchPoll(deps: AppDeps, request: WatchRequest): Promise<W
       const unpark = deps.telemetry.pollParked();
       try {
         const notified = await Promise.race([woken, ...(delayMs === undefined ? [] : [realSleep(delayMs, disarm.signal).then(() => 'recheck' as const)])]);
-        // Memory and PGlite commit one transaction at a time: a notified event is visible at once there.
-        if (notified === true) recheck = deps.store.kind === 'postgres' ? 0 : watchRecheckDelaysMs.length;
-        else if (notified === 'recheck') recheck++;
+        if (notified === true) {
+          wokenOnce = horizonLags;
+          recheck = horizonLags ? 0 : watchRecheckDelaysMs.length;
+        } else if (notified === 'recheck') {
+          recheck++;
+          // The quick re-reads are over: every second while a woken-for event may still be held back, else none.
+          if (recheck === watchRecheckDelaysMs.length && wokenOnce) recheck = watchRecheckDelaysMs.length - 1;
+        }
       } finally {
         unpark();
       }
