@@ -475,6 +475,21 @@ describe.each(storeTargets())('store conformance on $name', (target) => {
       const later = await visibleJournal(s.id, 1, ids.at(-1)!);
       expect(later.map((e) => e.aggregateId)).toEqual(['b3']);
     });
+
+    it('tail: a reader following from it sees what commits later and nothing before ("0" on an empty journal)', async () => {
+      const { space: s } = await tenant();
+      const empty = await store.read((tx) => tx.events.tail(s.id));
+      // Memory ids are global, so an empty space's tail may be past other spaces' events; never past its own.
+      await store.transaction((tx) => tx.events.append(s.id, T0 + 1, [event('before')]));
+      const seen = await visibleJournal(s.id, 1, empty);
+      expect(seen.map((e) => e.aggregateId)).toEqual(['before']);
+      // Wait until the append is visible (PostgreSQL's horizon), then take the tail past it.
+      await visibleJournal(s.id, 1);
+      const tail = await store.read((tx) => tx.events.tail(s.id));
+      expect(await store.read((tx) => tx.events.listAfter(s.id, tail, 10))).toEqual([]);
+      await store.transaction((tx) => tx.events.append(s.id, T0 + 2, [event('after')]));
+      expect((await visibleJournal(s.id, 1, tail)).map((e) => e.aggregateId)).toEqual(['after']);
+    });
   });
 
   describe('idempotency', () => {

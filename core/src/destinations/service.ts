@@ -23,8 +23,9 @@ export async function createDestination(ctx: OpContext, body: DestinationCreateB
     // Sealed with the id as associated data: the sealed form opens on this row only.
     sealedSecret: sealSecret(id),
     state: 'ACTIVE',
-    // From the start of the journal; the dispatcher passes over events older than createdAt.
-    cursor: '0',
+    // From the journal's visible end: nothing before the destination is owed (the dispatcher also
+    // passes over events older than createdAt), and anything that commits later sorts after it.
+    cursor: await ctx.tx.events.tail(ctx.spaceId),
     lastDeliveredEventId: null,
     deliveredCount: 0,
     consecutiveFailures: 0,

@@ -7,4 +7,9 @@ export interface EventRepository {
    * smaller eventId may still commit: a reader that follows the last eventId skips nothing.
    */
   listAfter(spaceId: string, afterEventId: string, limit: number): Promise<JournalEvent[]>;
+  /**
+   * The position of the last event a reader can see now ('0' when none): a reader that follows
+   * listAfter from it misses nothing committed later (a webhook destination starts here).
+   */
+  tail(spaceId: string): Promise<string>;
 }

@@ -11,7 +11,8 @@ const eventTypeChoices: readonly string[][] = [[], ['task.*'], ['budget.*', 'mes
 export interface SimDestination {
   id: string;
   eventTypes: readonly string[];
-  createdAtMs: number;
+  /** The journal's last event when the destination was created: it is owed what comes after. */
+  createdAfterEventId: string;
   /** True once the receiver holds every event the destination is owed. */
   caughtUp(journal: readonly JournalEvent[]): boolean;
 }
@@ -19,6 +20,7 @@ export interface SimDestination {
 /** The operator's set-up: one destination pointing at the simulated receiver. */
 export async function setUpDestination(server: ServerHost, tenant: Tenant, receiver: WebhookReceiver, rng: SimRandom): Promise<SimDestination> {
   const eventTypes = eventTypeChoices[rng.int(0, eventTypeChoices.length - 1)]!;
+  const createdAfterEventId = await journalEnd(server, tenant);
   const reply = await server.handle({
     method: 'POST',
     path: `/v1/spaces/${tenant.spaceId}/destinations`,
@@ -27,27 +29,38 @@ export async function setUpDestination(server: ServerHost, tenant: Tenant, recei
   });
   if (!reply || reply.statusCode !== 201) throw new Error(`simulation set-up failed: ${JSON.stringify(reply)}`);
   receiver.secret = reply.body.signingSecret as string;
-  const createdAtMs = Date.parse(reply.body.createdAt as string);
   const destination: SimDestination = {
     id: reply.body.id as string,
     eventTypes,
-    createdAtMs,
+    createdAfterEventId,
     caughtUp: (journal) => owed(journal, destination).every((e) => receiver.received.includes(e.eventId)),
   };
   return destination;
 }
 
-/** The oracle of a destination's filter, apart from the server's: decisions §7's rules. */
-function owed(journal: readonly JournalEvent[], d: Pick<SimDestination, 'eventTypes' | 'createdAtMs'>): JournalEvent[] {
+/** The set-up's last journal event (nothing else writes during set-up), read through GET /events. */
+async function journalEnd(server: ServerHost, tenant: Tenant): Promise<string> {
+  let cursor = '0';
+  for (;;) {
+    const page = await server.handle({ method: 'GET', path: `/v1/spaces/${tenant.spaceId}/events?limit=500&cursor=${cursor}`, headers: { authorization: `Bearer ${tenant.key}` } });
+    if (!page || page.statusCode !== 200) throw new Error(`simulation set-up failed: ${JSON.stringify(page)}`);
+    if (page.body.items.length === 0) return cursor;
+    cursor = page.body.nextCursor as string;
+  }
+}
+
+/** The oracle of a destination's filter, apart from the server's: decisions §7's rules, for what commits after it. */
+function owed(journal: readonly JournalEvent[], d: Pick<SimDestination, 'eventTypes' | 'createdAfterEventId'>): JournalEvent[] {
   const matches = (type: string): boolean => d.eventTypes.length === 0 || d.eventTypes.some((p) => (p.endsWith('.*') ? type.startsWith(p.slice(0, -1)) : p === type));
-  return journal.filter((e) => e.occurredAt >= d.createdAtMs && matches(e.type));
+  const after = journal.findIndex((e) => e.eventId === d.createdAfterEventId);
+  return journal.slice(after + 1).filter((e) => matches(e.type));
 }
 
 /**
  * After the liveness phase: the receiver got every event its destination is owed, first
  * arrivals in journal order, nothing it is not owed (repeats are at-least-once, allowed).
  */
-export function checkWebhookDeliveries(journal: readonly JournalEvent[], d: Pick<SimDestination, 'eventTypes' | 'createdAtMs'>, received: readonly string[]): string[] {
+export function checkWebhookDeliveries(journal: readonly JournalEvent[], d: Pick<SimDestination, 'eventTypes' | 'createdAfterEventId'>, received: readonly string[]): string[] {
   const problems: string[] = [];
   const expected = owed(journal, d).map((e) => e.eventId);
   const expectedSet = new Set(expected);

@@ -220,6 +220,8 @@ export class MemoryStore implements Store {
           }
           return out;
         },
+        // Ids are global and commits run one at a time: the newest id is past every event of every space.
+        tail: async () => String(this.lastEventId),
       },
       idempotency: {
         tryLock: async () => true,

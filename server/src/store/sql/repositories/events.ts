@@ -151,5 +151,14 @@ export function sqlEvents(q: SqlQueryable): EventRepository {
       await coalescedWrite(q, appendEvents, { spaceId, occurredAt, events });
     },
     listAfter: (spaceId, afterEventId, limit) => readJournal(q, spaceId, afterEventId, limit, 'horizon'),
+    async tail(spaceId) {
+      // Behind the same horizon as listAfter: an event still able to commit sorts after it.
+      const [row] = await q.query<{ xid: unknown; event_id: unknown }>(
+        `SELECT tx::text AS xid, event_id FROM events WHERE space_id = $1 AND tx <= pg_snapshot_xmin(pg_current_snapshot())
+         ORDER BY tx DESC, event_id DESC LIMIT 1`,
+        [spaceId],
+      );
+      return row ? encodePosition(toBigint(row.xid), toBigint(row.event_id)) : '0';
+    },
   };
 }
