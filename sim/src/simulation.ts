@@ -187,7 +187,7 @@ function scheduleServerFaults(scheduler: Scheduler, server: ServerHost, rng: Sim
   scheduler.after(tickMs, 'tick', tick);
 }
 
-export interface Tenant {
+interface Tenant {
   spaceId: string;
   key: string;
   budgetIds: string[];

@@ -1,7 +1,6 @@
 import type { JournalEvent } from '@baton/core';
 import type { ServerHost } from '../server-host';
 import type { SimRandom } from '../rng';
-import type { Tenant } from '../simulation';
 import type { WebhookReceiver } from '../webhook-receiver';
 import { firstSightings } from './watch';
 
@@ -18,7 +17,7 @@ export interface SimDestination {
 }
 
 /** The operator's set-up: one destination pointing at the simulated receiver. */
-export async function setUpDestination(server: ServerHost, tenant: Tenant, receiver: WebhookReceiver, rng: SimRandom): Promise<SimDestination> {
+export async function setUpDestination(server: ServerHost, tenant: { spaceId: string; key: string }, receiver: WebhookReceiver, rng: SimRandom): Promise<SimDestination> {
   const eventTypes = eventTypeChoices[rng.int(0, eventTypeChoices.length - 1)]!;
   const createdAfterEventId = await journalEnd(server, tenant);
   const reply = await server.handle({
@@ -39,7 +38,7 @@ export async function setUpDestination(server: ServerHost, tenant: Tenant, recei
 }
 
 /** The set-up's last journal event (nothing else writes during set-up), read through GET /events. */
-async function journalEnd(server: ServerHost, tenant: Tenant): Promise<string> {
+async function journalEnd(server: ServerHost, tenant: { spaceId: string; key: string }): Promise<string> {
   let cursor = '0';
   for (;;) {
     const page = await server.handle({ method: 'GET', path: `/v1/spaces/${tenant.spaceId}/events?limit=500&cursor=${cursor}`, headers: { authorization: `Bearer ${tenant.key}` } });
