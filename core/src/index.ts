@@ -45,7 +45,6 @@ export * from './groups/model';
 export * from './groups/rules';
 export * as groups from './groups/service';
 export * from './destinations/model';
-export { matchesEventTypes } from './destinations/match';
 export { destinationView, deliveryAttemptView } from './destinations/views';
 export * as destinations from './destinations/service';
 export type { DestinationRepository, DeliveryAttemptRepository } from './destinations/repository';

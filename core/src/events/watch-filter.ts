@@ -50,9 +50,16 @@ export function isKnownWatchType(entry: string): boolean {
 
 export function parseWatchTypes(raw: string): NonNullable<WatchFilter['types']> {
   assert(watchTypesError(raw) === null, `unvalidated types ${raw}`);
+  return eventTypeSet(raw.split(',').map((e) => e.trim()));
+}
+
+/**
+ * Validated type entries (`task.succeeded`, `task.*`) as typeMatches takes them. GET /watch's `types` and a webhook destination's `eventTypes` share it.
+ */
+export function eventTypeSet(entries: readonly string[]): NonNullable<WatchFilter['types']> {
   const exact = new Set<string>();
   const prefixes: string[] = [];
-  for (const entry of raw.split(',').map((e) => e.trim())) {
+  for (const entry of entries) {
     if (entry.endsWith('.*')) prefixes.push(entry.slice(0, -1));
     else exact.add(entry);
   }

@@ -1,4 +1,4 @@
-import { assert, eventView, matchesEventTypes, plantedBugs, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
+import { assert, eventTypeSet, eventView, plantedBugs, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { attemptDelivery, type AttemptOptions, type AttemptResult } from './http-attempt';
 import { defaultRetrySchedule, retryDelayMs, type RetrySchedule } from './retry-schedule';
@@ -123,13 +123,15 @@ export class WebhookDispatcher {
     // or of other types) cost only the read, so more of them are read per claim.
     let delivered = 0;
     let read = 0;
+    // [] takes every type (null to typeMatches).
+    const types = d.eventTypes.length === 0 ? null : eventTypeSet(d.eventTypes);
     while (delivered < this.options.eventsPerClaim && read < maxEventsReadPerClaim) {
       const events = await this.store.read((tx) => tx.events.listAfter(d.spaceId, progress.cursor, journalPageSize));
       if (events.length === 0) break;
       read += events.length;
       for (const event of events) {
         const skipped = plantedBugs.has('webhook-skips-event') && ++this.plantedSkips % 4 === 0;
-        if (skipped || event.occurredAt < d.createdAt || !matchesEventTypes(d.eventTypes, event.type)) {
+        if (skipped || event.occurredAt < d.createdAt || !typeMatches(types, event.type)) {
           progress = { ...progress, cursor: event.eventId };
           continue;
         }
