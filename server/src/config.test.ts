@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       logFormat: undefined,
       secretKey: undefined,
       webhookAllowPrivate: false,
+      webhookTimeoutMs: 10_000,
     });
   });
 
@@ -28,6 +29,8 @@ describe('loadConfig', () => {
     expect(config.webhookAllowPrivate).toBe(true);
     expect(() => loadConfig({ BATON_SECRET_KEY: Buffer.alloc(16).toString('base64') })).toThrow(/BATON_SECRET_KEY must be 32 bytes/);
     expect(() => loadConfig({ BATON_WEBHOOK_ALLOW_PRIVATE: 'yes' })).toThrow(ConfigError);
+    expect(loadConfig({ BATON_WEBHOOK_TIMEOUT_MS: '1500' }).webhookTimeoutMs).toBe(1500);
+    expect(() => loadConfig({ BATON_WEBHOOK_TIMEOUT_MS: '50' })).toThrow(/BATON_WEBHOOK_TIMEOUT_MS must be 100 to 60000, got 50/);
   });
 
   it('reads every variable', () => {

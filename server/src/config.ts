@@ -27,6 +27,8 @@ export interface Config {
   secretKey: Buffer | undefined;
   /** BATON_WEBHOOK_ALLOW_PRIVATE=1: webhooks may reach private, loopback and link-local addresses. */
   webhookAllowPrivate: boolean;
+  /** BATON_WEBHOOK_TIMEOUT_MS (10,000): one delivery attempt, connect to end of reply; a dispatcher's lease on a destination follows from it. */
+  webhookTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -54,6 +56,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   }
   const allowPrivate = env.BATON_WEBHOOK_ALLOW_PRIVATE ?? '0';
   if (allowPrivate !== '0' && allowPrivate !== '1') throw new ConfigError(`BATON_WEBHOOK_ALLOW_PRIVATE must be 0 or 1, got ${allowPrivate}`);
+  const webhookTimeoutMs = Number(env.BATON_WEBHOOK_TIMEOUT_MS ?? 10_000);
+  if (!Number.isInteger(webhookTimeoutMs) || webhookTimeoutMs < 100 || webhookTimeoutMs > 60_000) {
+    throw new ConfigError(`BATON_WEBHOOK_TIMEOUT_MS must be 100 to 60000, got ${env.BATON_WEBHOOK_TIMEOUT_MS}`);
+  }
   let clockStartMs: number | undefined;
   if (env.BATON_CLOCK_START) {
     try {
@@ -77,5 +83,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     logFormat,
     secretKey,
     webhookAllowPrivate: allowPrivate === '1',
+    webhookTimeoutMs,
   };
 }

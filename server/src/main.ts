@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   // It takes two connections of its own: the listener and a publisher with asynchronous commit.
   const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.databaseUrl, clock, logger }) : undefined;
   const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, bootstrap: config.bootstrap, logger, notifier,
-    webhooks: { secretKey: config.secretKey, allowPrivate: config.webhookAllowPrivate } });
+    webhooks: { secretKey: config.secretKey, allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs } });
   if (!config.secretKey) logger.warn('BATON_SECRET_KEY is not set: webhook destinations cannot be created (docs/operator.md)');
 
   const shutdown = (signal: string): void => {

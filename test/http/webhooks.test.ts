@@ -2,6 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { ManualClock, SeededRandom } from '@baton/core';
 import { WebhookDispatcher, defaultDispatcherOptions } from '@baton/server/webhooks/dispatcher';
+import { webhookMetrics } from '@baton/server/metrics/webhook-metrics';
+import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
@@ -242,6 +244,42 @@ describe.each(storeTargets())('webhooks over HTTP on $name', (target) => {
     }
     expect(names(d.path)).toEqual(created);
     await server.api('DELETE', `/destinations/${d.id}`);
+  });
+
+  it('a started dispatcher delivers as soon as a space it follows commits, not at its next interval', async () => {
+    const d = await destination();
+    const dispatcher = server.baton.webhooks;
+    // The first run claims the destination and so follows its space; the interval is 100 years of a clock that does not move here.
+    await dispatcher.runDue();
+    dispatcher.start();
+    try {
+      const created = await pools('woken', 3);
+      for (let i = 0; i < 250 && receiver.at(d.path).length < 3; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(names(d.path)).toEqual(created);
+    } finally {
+      await dispatcher.stop();
+    }
+    await server.api('DELETE', `/destinations/${d.id}`);
+  });
+
+  it('reports attempts, their lag from commit and pauses to the metrics', async () => {
+    const ok = await destination();
+    const failing = await destination((_q, r) => r.writeHead(500).end('down'));
+    await pools('measured', 2);
+    const registry = new Registry();
+    const options = { ...defaultDispatcherOptions, secretKey, allowPrivate: true, timeoutMs: 2_000, schedule: { baseDelayMs: 1, maxDelayMs: 1, pauseAfterMs: 0 }, observer: webhookMetrics(registry) };
+    const dispatcher = new WebhookDispatcher(server.baton.deps.store, server.clock, new SeededRandom(13), undefined, options);
+    for (let i = 0; i < 100 && (receiver.at(ok.path).length < 2 || receiver.at(failing.path).length < 1); i++) {
+      await dispatcher.runDue();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const text = await registry.metrics();
+    expect(text).toMatch(/baton_webhook_attempts_total\{outcome="succeeded"\} [2-9]/);
+    expect(text).toMatch(/baton_webhook_attempts_total\{outcome="failed"\} 1\n/);
+    expect(text).toMatch(/baton_webhook_delivery_lag_seconds_count [2-9]/);
+    expect(text).toMatch(/baton_webhook_destinations_paused_total 1\n/);
+    await server.api('DELETE', `/destinations/${ok.id}`);
+    await server.api('DELETE', `/destinations/${failing.id}`);
   });
 
   it('answers 400 to bad input and to a create without Idempotency-Key', async () => {

@@ -13,7 +13,8 @@ import { scopesOf, type WatchedEvent, type WatchFilter } from './watch-filter';
  * The invariant (a property test holds it): watchMatches(filter, subtree, e) implies
  * watchTopicsOf(filter, subtree) and eventWatchTopics(e) share a topic.
  */
-const spaceTopic = (spaceId: string): string => `watch:${spaceId}`;
+/** Published by every commit that journals an event in the space (the webhook dispatcher wakes on it too). */
+export const spaceTopic = (spaceId: string): string => `watch:${spaceId}`;
 const typeTopic = (spaceId: string, typeOrPrefix: string): string => `watch:${spaceId}:type:${typeOrPrefix}`;
 const aggregateTypeTopic = (spaceId: string, aggregateType: string): string => `watch:${spaceId}:aggregate:${aggregateType}`;
 const scopeTopic = (spaceId: string, scopeId: string): string => `watch:${spaceId}:scope:${scopeId}`;

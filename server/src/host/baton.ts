@@ -68,8 +68,8 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
   // hands its events to the metrics, which count from them.
   const store = new NotifyingStore(options.store, notifier, metrics?.observeCommit);
   const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs);
-  const webhookOptions: DispatcherOptions = { secretKey: undefined, allowPrivate: false, ...defaultDispatcherOptions, ...options.webhooks };
-  const webhooks = new WebhookDispatcher(store, options.clock, random, options.logger, webhookOptions);
+  const webhookOptions: DispatcherOptions = { secretKey: undefined, allowPrivate: false, ...defaultDispatcherOptions, observer: metrics?.webhooks, ...options.webhooks };
+  const webhooks = new WebhookDispatcher(store, options.clock, random, options.logger, webhookOptions, notifier);
   const credentials = new CredentialCache(options.clock);
   const unfollow = credentials.follow(notifier);
   const deps: AppDeps = {

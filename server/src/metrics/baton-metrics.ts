@@ -8,7 +8,9 @@ import { databaseMetrics } from './database-metrics';
 import { instrumentHttp } from './http-metrics';
 import { journalMetrics } from './journal-metrics';
 import { createRegistry } from './registry';
+import { webhookMetrics } from './webhook-metrics';
 import { workMetrics } from './work-metrics';
+import type { DispatchObserver } from '../webhooks/dispatcher';
 
 export interface BatonMetricsOptions {
   /** BATON_METRICS_TOKEN: what a scrape of GET /metrics must present. */
@@ -31,12 +33,15 @@ export class BatonMetrics implements MetricsEndpoint {
   readonly telemetry: Telemetry;
   readonly observeCommit: CommitObserver;
   readonly census: CensusSampler;
+  /** Handed to the webhook dispatcher. */
+  readonly webhooks: DispatchObserver;
 
   constructor(options: BatonMetricsOptions) {
     this.token = options.token;
     this.registry = createRegistry();
     this.telemetry = workMetrics(this.registry);
     this.observeCommit = journalMetrics(this.registry);
+    this.webhooks = webhookMetrics(this.registry);
     const database = databaseMetrics(options.store, this.registry);
     this.census = new CensusSampler(options.store, options.clock, this.registry, database, options.logger, { ...defaultCensusOptions, ...options.census });
   }

@@ -1,4 +1,4 @@
-import { assert, eventTypeSet, eventView, plantedBugs, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
+import { assert, eventTypeSet, spaceTopic, type Notifier, eventView, plantedBugs, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { attemptDelivery, type AttemptOptions, type AttemptResult } from './http-attempt';
 import { defaultRetrySchedule, retryDelayMs, type RetrySchedule } from './retry-schedule';
@@ -23,6 +23,16 @@ export interface DispatcherOptions {
    * simulator replaces it with a receiver behind its faulty network, on virtual time.
    */
   deliver?: (url: string, headers: Record<string, string>, body: string, options: AttemptOptions) => Promise<AttemptResult>;
+  /** Told of every attempt (server/src/metrics/webhook-metrics.ts); nothing when metrics are off. */
+  observer?: DispatchObserver;
+}
+
+/** What the dispatcher reports of its work, for metrics. */
+export interface DispatchObserver {
+  /** One attempt ended; `lagMs` (event committed to receiver's 2xx) only when it succeeded. */
+  attempted(outcome: 'succeeded' | 'failed', durationMs: number, lagMs: number | null): void;
+  /** A destination was paused by this server (failing too long, or its secret does not open). */
+  paused(): void;
 }
 
 export const defaultDispatcherOptions: Omit<DispatcherOptions, 'secretKey' | 'allowPrivate'> = {
@@ -38,6 +48,9 @@ const journalPageSize = 500;
 /** A destination catching up on a long journal reads this much per claim, about once a second. */
 const maxEventsReadPerClaim = 5_000;
 
+/** A space whose destinations this server has not claimed for this long stops waking it (it still runs every interval). */
+const followForMs = 5 * 60_000;
+
 /**
  * Delivers each destination's events in journal order, at least once (docs/api.md, "Webhooks").
  *
@@ -48,11 +61,21 @@ const maxEventsReadPerClaim = 5_000;
  * row and the cursor it moves commit together, and only while the lease still holds. After a
  * crash or an expired lease another dispatcher resumes from the last committed cursor: the
  * event in flight may be sent twice (at least once), never skipped.
+ *
+ * Started (main.ts), it runs every interval and also as soon as a space it dispatches for
+ * commits an event (the space's watch topic, from any server through the notifier), so a
+ * delivery follows its commit within milliseconds rather than up to an interval later
+ * (docs/benchmarks.md, "Webhook delivery lag"). Wakes arriving during a run fold into one more run.
  */
 export class WebhookDispatcher {
   private cancel: (() => void) | undefined;
   private stopped = true;
   private running: Promise<void> | undefined;
+  /** The started loop's run in progress, and whether a wake came during it. */
+  private looping = false;
+  private wokenDuringRun = false;
+  /** Spaces this server dispatched for lately: their commits wake the loop. */
+  private readonly followed = new Map<string, { unsubscribe: () => void; claimedAtMs: number }>();
   /** Events read, for the planted bug `webhook-skips-event` (it passes over every fourth; sim/src/simulation.test.ts). */
   private plantedSkips = 0;
 
@@ -62,17 +85,22 @@ export class WebhookDispatcher {
     private readonly random: Random,
     private readonly logger: Logger | undefined,
     private readonly options: DispatcherOptions,
+    /** Wakes the started loop on commits; runs driven by runDue alone (tests, the simulator) need none. */
+    private readonly notifier?: Notifier,
   ) {}
 
+  /** Runs at once (catching up what came while no server ran), then every interval and on wakes. */
   start(): void {
     this.stopped = false;
-    this.arm();
+    this.loop();
   }
 
-  /** Stops the timer and waits for a run in progress. */
+  /** Stops the timer and the wakes, and waits for a run in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.cancel?.();
+    for (const { unsubscribe } of this.followed.values()) unsubscribe();
+    this.followed.clear();
     await this.running?.catch(() => undefined);
   }
 
@@ -89,6 +117,7 @@ export class WebhookDispatcher {
     const nowMs = this.clock.now();
     const token = this.random.uuid();
     const claimed = await this.store.transaction((tx) => tx.destinations.claimDue(nowMs, token, nowMs + this.leaseMs, this.options.claimLimit));
+    this.follow(claimed.map((d) => d.spaceId), nowMs);
     await Promise.all(
       claimed.map((d) =>
         this.dispatch(key, d, token).catch((err: unknown) => this.logger?.error({ err, destinationId: d.id }, 'webhook dispatch failed; the lease lets go when it expires')),
@@ -97,12 +126,39 @@ export class WebhookDispatcher {
   }
 
   /**
-   * How long a claim holds without news: a few attempts' worth. Each delivered event renews it,
-   * so a long backlog keeps its dispatcher, and one that dies lets go within a minute or so.
+   * How long a claim holds without news: a read, an attempt cut off at its timeout, and the
+   * commit, twice over. Each delivered event renews it, so a long backlog keeps its dispatcher,
+   * and one that dies lets go within 25 s (10 s attempts): a shorter lease risks a second
+   * dispatcher sending while the first waits on a slow receiver (a duplicate, not a loss).
    */
   private get leaseMs(): number {
-    return 3 * this.options.timeoutMs + 30_000;
+    return 2 * this.options.timeoutMs + 5_000;
   }
+
+  /** Subscribes to the commits of spaces just claimed for, and drops those not claimed for a while. */
+  private follow(spaceIds: readonly string[], nowMs: number): void {
+    // Also when not started (runDue alone): the subscriptions then wake nothing, and stop() ends them.
+    if (this.notifier === undefined) return;
+    for (const spaceId of spaceIds) {
+      const followed = this.followed.get(spaceId);
+      if (followed) followed.claimedAtMs = nowMs;
+      else this.followed.set(spaceId, { unsubscribe: this.notifier.subscribe(spaceTopic(spaceId), this.wake), claimedAtMs: nowMs });
+    }
+    for (const [spaceId, { unsubscribe, claimedAtMs }] of this.followed) {
+      if (nowMs - claimedAtMs > followForMs) (unsubscribe(), this.followed.delete(spaceId));
+    }
+  }
+
+  /** A followed space committed: run now, or once more after the run in progress. */
+  private readonly wake = (): void => {
+    if (this.stopped) return;
+    if (this.looping) {
+      this.wokenDuringRun = true;
+      return;
+    }
+    this.cancel?.();
+    this.loop();
+  };
 
   private async dispatch(key: Buffer, d: Destination, token: string): Promise<void> {
     assert(d.leaseToken === token, `destination ${d.id} claimed without our lease`);
@@ -115,7 +171,7 @@ export class WebhookDispatcher {
       // so the operator sees why in the view instead of a silent stall.
       const nowMs = this.clock.now();
       const paused = { ...progressOf(d), state: 'PAUSED' as const, pausedAt: nowMs, pausedReason: err.message, lastError: err.message, leaseExpiresAt: null, leaseToken: null, updatedAt: nowMs };
-      await this.store.transaction((tx) => tx.destinations.settle(d.spaceId, d.id, token, paused));
+      if (await this.store.transaction((tx) => tx.destinations.settle(d.spaceId, d.id, token, paused))) this.options.observer?.paused();
       return;
     }
     let progress: DispatchProgress = progressOf(d);
@@ -149,7 +205,9 @@ export class WebhookDispatcher {
             if (err instanceof LeaseLost) return false;
             throw err;
           });
-        if (!kept || !result.ok) return;
+        if (!kept) return;
+        this.observe(result, event, next.progress);
+        if (!result.ok) return;
         progress = next.progress;
         if (delivered >= this.options.eventsPerClaim) break;
       }
@@ -159,6 +217,13 @@ export class WebhookDispatcher {
     await this.store.transaction((tx) =>
       tx.destinations.settle(d.spaceId, d.id, token, { ...progress, nextAttemptAt: nowMs, leaseExpiresAt: null, leaseToken: null, updatedAt: nowMs }),
     );
+  }
+
+  private observe(result: AttemptResult, event: JournalEvent, progress: DispatchProgress): void {
+    const observer = this.options.observer;
+    if (!observer) return;
+    observer.attempted(result.ok ? 'succeeded' : 'failed', result.durationMs, result.ok ? this.clock.now() - event.occurredAt : null);
+    if (progress.state === 'PAUSED') observer.paused();
   }
 
   private send(secret: string, event: JournalEvent, url: string): Promise<AttemptResult> {
@@ -212,11 +277,21 @@ export class WebhookDispatcher {
 
   private arm(): void {
     if (this.stopped) return;
-    this.cancel = this.clock.schedule(this.options.intervalMs, () => {
-      this.runDue()
-        .catch((err: unknown) => this.logger?.error({ err }, 'webhook dispatch run failed; retrying next interval'))
-        .finally(() => this.arm());
-    });
+    this.cancel = this.clock.schedule(this.options.intervalMs, () => this.loop());
+  }
+
+  /** One run of the started loop, then the next: at once if woken meanwhile, else after the interval. */
+  private loop(): void {
+    this.looping = true;
+    this.wokenDuringRun = false;
+    this.runDue()
+      .catch((err: unknown) => this.logger?.error({ err }, 'webhook dispatch run failed; retrying next interval'))
+      .finally(() => {
+        this.looping = false;
+        if (this.stopped) return;
+        if (this.wokenDuringRun) this.loop();
+        else this.arm();
+      });
   }
 }
 
