@@ -1,9 +1,21 @@
 import { setMaxListeners } from 'node:events';
 import { isReadyTopic } from '@baton/core';
 import type { AppDeps } from './deps';
+import { HorizonRechecks } from './horizon-rechecks';
 
 /** The effective cap of a long poll: longer waits are shortened to it (spec, fixed API bounds). */
 export const maxLongPollMs = 30_000;
+
+/** What a long poll may add to topics and the clock. */
+export interface LongPollOptions {
+  /** Aborts when the client goes away: the poll answers with one last read and holds nothing. */
+  signal?: AbortSignal;
+  /**
+   * Reads the journal through its horizon on PostgreSQL: after a wake, re-read on the schedule
+   * of horizon-rechecks.ts until done, since the woken-for event may not be visible yet.
+   */
+  horizonRechecks?: boolean;
+}
 
 /** What could change a read's answer: commits on `topics`, or the clock reaching `atMs`. */
 export interface Wake {
@@ -39,9 +51,12 @@ export async function longPollOn<T>(
   done: (value: T) => boolean,
   wakeOf: (value: T) => Wake,
   firstTopics: readonly string[],
+  options: LongPollOptions = {},
 ): Promise<T> {
+  const { signal } = options;
   const deadline = deps.clock.now() + Math.min(waitMs, maxLongPollMs);
   const armed = new Set(firstTopics);
+  const rechecks = options.horizonRechecks ? new HorizonRechecks() : undefined;
   /** The counted wake (readyTopicOf) this poll took, if any: passed on when the poll ends with a claim. */
   let wokenBy: string | undefined;
   const answer = (value: T): T => {
@@ -50,15 +65,18 @@ export async function longPollOn<T>(
   };
   for (;;) {
     const remaining = deadline - deps.clock.now();
-    if (remaining <= 0 || deps.drain.draining) return answer(await read());
+    if (remaining <= 0 || deps.drain.draining || signal?.aborted) return answer(await read());
     const disarm = new AbortController();
     // One abort listener per armed topic (a recv over gate scopes arms two per scope): not a leak.
-    setMaxListeners(armed.size + 1, disarm.signal);
-    const onDrain = (): void => disarm.abort();
-    deps.drain.signal.addEventListener('abort', onDrain, { once: true });
+    setMaxListeners(armed.size + 2, disarm.signal);
+    const onStop = (): void => disarm.abort();
+    deps.drain.signal.addEventListener('abort', onStop, { once: true });
+    signal?.addEventListener('abort', onStop, { once: true });
     const woken = Promise.race(
       [...armed].map(async (topic) => {
-        if ((await deps.notifier.wait(topic, remaining, disarm.signal)) && isReadyTopic(topic)) wokenBy = topic;
+        const notified = await deps.notifier.wait(topic, remaining, disarm.signal);
+        if (notified && isReadyTopic(topic)) wokenBy = topic;
+        return notified;
       }),
     );
     try {
@@ -69,16 +87,24 @@ export async function longPollOn<T>(
       for (const topic of unarmed) armed.add(topic);
       if (unarmed.length > 0) continue;
       // Counted while parked only (metrics: baton_long_polls_parked), not while it reads.
+      const recheckMs = rechecks?.delayMs();
       const unpark = deps.telemetry.pollParked();
       try {
-        await Promise.race([woken, wake.atMs === null ? woken : sleepUntil(deps, wake.atMs, disarm.signal)]);
+        const outcome = await Promise.race([
+          woken,
+          ...(wake.atMs === null ? [] : [sleepUntil(deps, wake.atMs, disarm.signal).then(() => false)]),
+          ...(recheckMs === undefined ? [] : [realSleep(recheckMs, disarm.signal).then(() => 'recheck' as const)]),
+        ]);
+        if (outcome === true) rechecks?.notified();
+        else if (outcome === 'recheck') rechecks?.rechecked();
       } finally {
         unpark();
       }
     } finally {
-      // Releases the armed waits when the read answered or failed first: no timer or waiter is left behind.
+      // Releases the armed waits and timers when the read answered or failed first: nothing is left behind.
       disarm.abort();
-      deps.drain.signal.removeEventListener('abort', onDrain);
+      deps.drain.signal.removeEventListener('abort', onStop);
+      signal?.removeEventListener('abort', onStop);
     }
   }
 }
@@ -90,5 +116,13 @@ function sleepUntil(deps: AppDeps, atMs: number, signal: AbortSignal): Promise<v
     if (atMs <= deps.clock.now()) return resolve();
     const cancel = deps.clock.schedule(atMs - deps.clock.now(), resolve);
     signal.addEventListener('abort', () => (cancel(), resolve()), { once: true });
+  });
+}
+
+/** A re-check's delay: real time, since the horizon moves in real time whatever the server's clock. */
+function realSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
   });
 }
