@@ -1,0 +1,334 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
+
+/**
+ * Webhook delivery across real server processes (`node server/dist/main.js`, as `npm start`
+ * runs it; npm test builds first) sharing one PostgreSQL database, to a real receiver on
+ * loopback: an attempt in flight when its server is killed -9 is sent again by another server
+ * once the dead one's lease expires (at least once, never skipped), and two live servers
+ * dispatching one destination send each event once, in journal order (docs/api.md, "Webhooks").
+ */
+const root = new URL('..', import.meta.url).pathname;
+const adminToken = 'webhooks-process-admin';
+const secretKey = Buffer.alloc(32, 5).toString('base64');
+/** Per attempt; a dispatcher's lease on a destination is then 2 * 1 s + 5 s = 7 s. */
+const webhookTimeoutMs = 1_000;
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  address: string;
+}
+
+/** Every server process started and not yet seen to exit: afterAll ends them whatever happened. */
+const running = new Set<ChildProcess>();
+
+async function start(databaseUrl: string): Promise<Started> {
+  const child = spawn(process.execPath, ['server/dist/main.js'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      BATON_ADMIN_TOKEN: adminToken,
+      BATON_BOOTSTRAP: 'off',
+      BATON_SECRET_KEY: secretKey,
+      BATON_WEBHOOK_ALLOW_PRIVATE: '1',
+      BATON_WEBHOOK_TIMEOUT_MS: String(webhookTimeoutMs),
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    child.stdout!.on('data', () => {
+      const match = /"address":"(http:\/\/[^"]+)"/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited ${code}:\n${output}`));
+    });
+  });
+  return { child, output: () => output, address };
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** SIGTERM (drain), then SIGKILL if it has not exited within 15 s. */
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const done = exited(child);
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await done;
+  clearTimeout(timer);
+}
+
+async function kill9(child: ChildProcess): Promise<void> {
+  const done = exited(child);
+  child.kill('SIGKILL');
+  await done;
+}
+
+interface Receipt {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** What the receiver answered: 204, or 'held' for a request it never answered. */
+  answered: number | 'held';
+}
+
+/** A webhook receiver on loopback: answers 204, except requests `hold` picks, which it never answers. */
+class Receiver {
+  readonly received: Receipt[] = [];
+  hold: ((receipt: Receipt) => boolean) | undefined;
+  readonly held: { receipt: Receipt; req: IncomingMessage; res: ServerResponse }[] = [];
+  private heldWaiters: (() => void)[] = [];
+  private server: Server | undefined;
+  port = 0;
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const receipt: Receipt = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), answered: 204 };
+        this.received.push(receipt);
+        if (this.hold?.(receipt)) {
+          receipt.answered = 'held';
+          this.held.push({ receipt, req, res });
+          for (const wake of this.heldWaiters.splice(0)) wake();
+          return;
+        }
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server!.address() as AddressInfo).port;
+  }
+
+  url(path: string): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  at(path: string): Receipt[] {
+    return this.received.filter((r) => r.path === path);
+  }
+
+  /** Resolves once a request has been held (at once if one has). */
+  whenHeld(timeoutMs: number): Promise<void> {
+    if (this.held.length > 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no request was held')), timeoutMs);
+      this.heldWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** Drops the connections of held requests without an answer. */
+  releaseHeld(): void {
+    for (const { req } of this.held) req.socket.destroy();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.server) return;
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+  }
+}
+
+interface Tenant {
+  spaceId: string;
+  key: string;
+}
+
+async function tenant(address: string, name: string): Promise<Tenant> {
+  const admin = async (path: string, body: unknown): Promise<any> => {
+    const response = await fetch(`${address}/admin/v1${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`admin ${path}: ${response.status} ${await response.text()}`);
+    return response.json();
+  };
+  const org = await admin('/orgs', { name, plan: 'TEAM' });
+  const spaceId = (await admin(`/orgs/${org.id}/spaces`, { name: 'main' })).id as string;
+  const key = (await admin(`/orgs/${org.id}/keys`, { name: 'k' })).secret as string;
+  return { spaceId, key };
+}
+
+async function api(address: string, t: Tenant, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = { authorization: `Bearer ${t.key}` };
+  if (method === 'POST') Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': randomUUID() });
+  const response = await fetch(`${address}/v1/spaces/${t.spaceId}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function createDestination(address: string, t: Tenant, url: string): Promise<{ id: string; secret: string }> {
+  const res = await api(address, t, 'POST', '/destinations', { url, eventTypes: ['pool.*'] });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return { id: res.body.id, secret: res.body.signingSecret };
+}
+
+async function createPool(address: string, t: Tenant, name: string): Promise<void> {
+  const res = await api(address, t, 'POST', '/pools', { name, capacity: 1 });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+}
+
+/** Every attempt of a destination, most recent first (one page: the tests make fewer than 500). */
+async function deliveries(address: string, t: Tenant, destinationId: string): Promise<{ eventId: string; status: string }[]> {
+  const res = await api(address, t, 'GET', `/deliveries?destinationId=${destinationId}&limit=500`);
+  expect(res.status).toBe(200);
+  expect(res.body.nextCursor).toBeNull();
+  return res.body.items;
+}
+
+async function until(done: () => boolean, timeoutMs: number, what: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The pool name of a webhook body, checking webhook-id is its eventId and its type pool.created. */
+function parsed(r: Receipt): { eventId: string; name: string } {
+  const body = JSON.parse(r.body) as { eventId: string; type: string; data: { name: string } };
+  expect(body.type).toBe('pool.created');
+  expect(r.headers['webhook-id']).toBe(body.eventId);
+  return { eventId: body.eventId, name: body.data.name };
+}
+
+function expectVerified(r: Receipt, secret: string): void {
+  expect(() => new Webhook(secret).verify(r.body, r.headers as Record<string, string>)).not.toThrow();
+}
+
+/** Names in the order of each event's first answered receipt. */
+function firstSuccessNames(receipts: Receipt[]): string[] {
+  const seen = new Set<string>();
+  const names: string[] = [];
+  for (const r of receipts) {
+    if (r.answered !== 204) continue;
+    const { eventId, name } = parsed(r);
+    if (seen.has(eventId)) continue;
+    seen.add(eventId);
+    names.push(name);
+  }
+  return names;
+}
+
+describe.runIf(postgresUrl())('webhook delivery across server processes on one PostgreSQL database', () => {
+  let db: TestDatabase;
+  const receiver = new Receiver();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await receiver.start();
+  });
+  afterAll(async () => {
+    await Promise.all([...running].map(stop));
+    await receiver.stop();
+    await db?.drop();
+  });
+
+  it('an event in flight when its server is killed with SIGKILL is delivered after a restart', async () => {
+    const path = '/killed';
+    const names = Array.from({ length: 5 }, (_v, i) => `killed-${i}`);
+    // The first pool's event is held: its attempt stays in flight until the server dies.
+    receiver.hold = (r) => r.path === path && receiver.held.length === 0 && (JSON.parse(r.body) as { data?: { name?: string } }).data?.name === names[0];
+    const a = await start(db.url);
+    let b: Started | undefined;
+    try {
+      const t = await tenant(a.address, 'killed');
+      const destination = await createDestination(a.address, t, receiver.url(path));
+      for (const name of names) await createPool(a.address, t, name);
+      await receiver.whenHeld(10_000);
+      const heldAt = Date.now();
+      await kill9(a.child);
+      // Killed before the attempt's own timeout could end it (and record a failure).
+      expect(Date.now() - heldAt).toBeLessThan(webhookTimeoutMs);
+      receiver.releaseHeld();
+      const inFlight = parsed(receiver.held[0]!.receipt).eventId;
+
+      // A new process on the same database: it claims the destination once A's lease (7 s) expires.
+      b = await start(db.url);
+      const answeredNames = () => new Set(receiver.at(path).filter((r) => r.answered === 204).map((r) => parsed(r).name));
+      await until(() => names.every((n) => answeredNames().has(n)), 30_000, () => `answered ${[...answeredNames()].join(', ')}\n${b!.output()}`);
+
+      const receipts = receiver.at(path);
+      for (const r of receipts) expectVerified(r, destination.secret);
+      expect(firstSuccessNames(receipts)).toEqual(names);
+      // At least once: only the event in flight at the kill may arrive twice.
+      const counts = new Map<string, number>();
+      for (const r of receipts) counts.set(parsed(r).eventId, (counts.get(parsed(r).eventId) ?? 0) + 1);
+      for (const [eventId, count] of counts) if (eventId !== inFlight) expect(count, `event ${eventId}`).toBe(1);
+      expect(counts.get(inFlight)).toBe(2);
+      expect(counts.size).toBe(names.length);
+
+      // The audit on B: one SUCCEEDED attempt per event, and no failure (A died mid-attempt, recording none).
+      const attempts = await deliveries(b.address, t, destination.id);
+      const succeeded = attempts.filter((x) => x.status === 'SUCCEEDED').map((x) => x.eventId);
+      expect(new Set(succeeded)).toEqual(new Set(counts.keys()));
+      expect(succeeded).toHaveLength(names.length);
+      expect(attempts.filter((x) => x.status !== 'SUCCEEDED')).toEqual([]);
+    } finally {
+      receiver.hold = undefined;
+      receiver.releaseHeld();
+      await stop(a.child);
+      if (b) await stop(b.child);
+    }
+  }, 120_000);
+
+  it('two servers on one database dispatch one destination, each event once and in order', async () => {
+    const path = '/shared';
+    const names = Array.from({ length: 100 }, (_v, i) => `shared-${i}`);
+    const a = await start(db.url);
+    let b: Started | undefined;
+    try {
+      b = await start(db.url);
+      const t = await tenant(a.address, 'shared');
+      const destination = await createDestination(a.address, t, receiver.url(path));
+      for (const [i, name] of names.entries()) await createPool(i % 2 === 0 ? a.address : b.address, t, name);
+      await until(() => receiver.at(path).length >= names.length, 60_000, () => `${receiver.at(path).length} of ${names.length} received`);
+      // A moment more, for any duplicate still on its way.
+      await new Promise((r) => setTimeout(r, 2_000));
+
+      const receipts = receiver.at(path);
+      for (const r of receipts) expectVerified(r, destination.secret);
+      expect(receipts.every((r) => r.answered === 204)).toBe(true);
+      expect(receipts.map((r) => parsed(r).name)).toEqual(names);
+      const ids = receipts.map((r) => r.headers['webhook-id']);
+      expect(new Set(ids).size).toBe(ids.length);
+
+      const attempts = await deliveries(a.address, t, destination.id);
+      expect(attempts.filter((x) => x.status !== 'SUCCEEDED')).toEqual([]);
+      expect(attempts.map((x) => x.eventId).reverse()).toEqual(ids);
+    } finally {
+      await stop(a.child);
+      if (b) await stop(b.child);
+    }
+  }, 120_000);
+});
