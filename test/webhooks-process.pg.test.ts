@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
@@ -276,7 +277,19 @@ describe.runIf(postgresUrl())('webhook delivery across server processes on one P
       // A new process on the same database: it claims the destination once A's lease (7 s) expires.
       b = await start(db.url);
       const answeredNames = () => new Set(receiver.at(path).filter((r) => r.answered === 204).map((r) => parsed(r).name));
-      await until(() => names.every((n) => answeredNames().has(n)), 30_000, () => `answered ${[...answeredNames()].join(', ')}\n${b!.output()}`);
+      const allAnswered = () => names.every((n) => answeredNames().has(n));
+      await until(allAnswered, 30_000, () => '').catch(async () => {
+        const view = await api(b!.address, t, 'GET', `/destinations/${destination.id}`);
+        const attempts = await deliveries(b!.address, t, destination.id);
+        const client = new pg.Client({ connectionString: db.url });
+        await client.connect();
+        const rows = (await client.query('SELECT id, state, cursor, next_attempt_at, lease_expires_at, lease_token, now() AS db_now FROM webhook_destinations')).rows;
+        await client.end();
+        throw new Error(
+          `not every event was answered within 30 s: answered [${[...answeredNames()].join(', ')}]; ${receiver.at(path).length} received\n` +
+            `destination: ${JSON.stringify(view.body)}\nrows: ${JSON.stringify(rows)}\nattempts: ${JSON.stringify(attempts)}\nserver B:\n${b!.output()}`,
+        );
+      });
 
       const receipts = receiver.at(path);
       for (const r of receipts) expectVerified(r, destination.secret);

@@ -40,6 +40,8 @@ export class BatonError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: ErrorDetail[],
+    /** For a 429: how long until the call can pass (decisions §9); the server sends it as Retry-After. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
   }

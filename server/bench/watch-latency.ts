@@ -22,6 +22,7 @@
  * includes that scheduling, as it includes the database round trips.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -35,8 +36,10 @@ import { createScratchDatabase } from '../src/store/sql/scratch-database';
 const serverUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const watchSamples = Number(process.env.WATCH_SAMPLES ?? 400);
 const webhookSamples = Number(process.env.WEBHOOK_SAMPLES ?? 200);
+const webhookLoadedSamples = Number(process.env.WEBHOOK_LOADED_SAMPLES ?? 100);
 const burstSize = Number(process.env.WEBHOOK_BURST ?? 200);
-const loopSeconds = Number(process.env.LOOP_SECONDS ?? 5);
+const loopSeconds = Number(process.env.LOOP_SECONDS ?? 4);
+const loopRounds = Number(process.env.LOOP_ROUNDS ?? 4);
 const loopClients = 4;
 const idleWatchers = 100;
 
@@ -151,6 +154,26 @@ async function main(): Promise<void> {
     const onA = caller(httpA, `/v1/spaces/${space.id}`, key);
     const onB = caller(httpB, `/v1/spaces/${space.id}`, key);
     const watchOnA = caller(watchHttpA, `/v1/spaces/${space.id}`, key);
+    // A second space for background load: its write transactions hold the journal's horizon
+    // (server-wide) without waking anything parked on the first space.
+    const space2 = must(await admin('POST', `/orgs/${org.id}/spaces`, { name: 'load' }), 201, 'space 2');
+    const loadHttp = newPool(a.baseUrl, 2);
+    pools.push(loadHttp);
+    const loadOnA = caller(loadHttp, `/v1/spaces/${space2.id}`, key);
+    /** Two clients creating budgets in the other space until stopped; returns the stop. */
+    let budgetSeq = 0;
+    const backgroundLoad = (): { stop(): Promise<number> } => {
+      let running = true;
+      let commits = 0;
+      const clients = Array.from({ length: 2 }, async () => {
+        while (running) {
+          must(await loadOnA('POST', '/budgets', { name: `b${budgetSeq++}`, currency: 'USD', scale: 2, limitMinor: '100' }), 201, 'budget');
+          commits++;
+        }
+      });
+      const t0 = performance.now();
+      return { stop: async () => ((running = false), await Promise.all(clients), commits / ((performance.now() - t0) / 1000)) };
+    };
     let poolSeq = 0;
     const createPool = (call: Call = onA) => call('POST', '/pools', { name: `p${poolSeq++}`, capacity: 1 });
 
@@ -163,14 +186,16 @@ async function main(): Promise<void> {
     let lastHeardOnB = 0;
     const unsubscribe = b.notifier.subscribe(spaceTopic(space.id), () => (lastHeardOnB = performance.now()));
     let cursor = must(await onB('GET', '/watch?waitSeconds=0'), 200, 'cursor').nextCursor as string;
-    for (const [label, watcher, watchCall] of [
-      ['A', a, onA],
-      ['B', b, onB],
+    for (const [label, watcher, watchCall, loaded] of [
+      ['A', a, onA, false],
+      ['B', b, onB, false],
+      ['B', b, onB, true],
     ] as const) {
+      const load = loaded ? backgroundLoad() : undefined;
       const latency: number[] = [];
       const hop: number[] = [];
       const extraReads: number[] = [];
-      const samples = label === 'A' ? Math.floor(watchSamples / 2) : watchSamples;
+      const samples = label === 'A' || loaded ? Math.floor(watchSamples / 2) : watchSamples;
       for (let i = -10; i < samples; i++) {
         const parkedBefore = watcher.notifier.parked;
         let replyAt = 0;
@@ -189,13 +214,14 @@ async function main(): Promise<void> {
         if (label === 'B') hop.push(lastHeardOnB - ackAt);
         extraReads.push(watcher.reads - readsParked);
       }
+      const loadRate = await load?.stop();
       const rechecked = extraReads.filter((n) => n > 1).length;
       row(
-        `(a) watch on ${label}, create on A: ack → watch reply`,
+        `(a) watch on ${label}, create on A${loaded ? `, other space loaded (${loadRate!.toFixed(0)} budget creates/s)` : ''}: ack → watch reply`,
         latency,
         `${rechecked} of ${latency.length} woken watches re-read after finding nothing (horizon); max ${Math.max(...extraReads)} reads`,
       );
-      if (label === 'B') row('(a) … of which ack → B\'s PgNotifier hears the commit', hop, 'negative: B heard before A\'s reply reached the client');
+      if (label === 'B') row('(a) … same, ack → B\'s PgNotifier hears the commit', hop, 'negative: B heard before A\'s reply reached the client');
     }
     unsubscribe();
 
@@ -218,11 +244,17 @@ async function main(): Promise<void> {
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     must(await onA('POST', '/destinations', { url: receiverUrl, eventTypes: ['pool.*'] }), 201, 'destination');
 
-    for (const dispatcher of [a, b]) {
+    for (const [dispatcher, loaded] of [
+      [a, false],
+      [b, false],
+      [b, true],
+    ] as const) {
       dispatcher.baton.webhooks.start();
+      const load = loaded ? backgroundLoad() : undefined;
       const fromAck: number[] = [];
       const fromOccurred: number[] = [];
-      for (let i = -5; i < webhookSamples; i++) {
+      const samples = loaded ? webhookLoadedSamples : webhookSamples;
+      for (let i = -5; i < samples; i++) {
         const pool = must(await createPool(), 201, 'pool');
         const ackAt = performance.now();
         await until(() => arrivals.has(pool.id), `delivery of ${pool.id}`, 5_000);
@@ -233,9 +265,18 @@ async function main(): Promise<void> {
         }
         await sleep(5);
       }
+      const loadRate = await load?.stop();
       const slow = fromAck.filter((x) => x > 250).length;
-      row(`(b) dispatcher on ${dispatcher.name}, one create at a time: ack → receiver`, fromAck, `${slow} over 250 ms`);
+      row(
+        `(b) dispatcher on ${dispatcher.name}, one create at a time${loaded ? `, other space loaded (${loadRate!.toFixed(0)} budget creates/s)` : ''}: ack → receiver`,
+        fromAck,
+        `${slow} over 250 ms`,
+      );
       row(`(b) … same, occurredAt → receiver`, fromOccurred, 'ms clock');
+      if (loaded) {
+        await dispatcher.baton.webhooks.stop();
+        continue;
+      }
 
       // A burst: `burstSize` creates by 8 clients at once.
       const burstAck = new Map<string, number>();
@@ -278,6 +319,7 @@ async function main(): Promise<void> {
     };
     const withWatchers = async (n: number): Promise<{ rate: number; wakeReads: number }> => {
       const abort = new AbortController();
+      setMaxListeners(n + 10, abort.signal); // one listener per watch request
       // A fresh cursor, so the watches' first reads are short.
       cursor = must(await onA('GET', `/watch?types=group.decided&waitSeconds=0&cursor=${cursor}`), 200, 'cursor').nextCursor;
       const parkedBefore = a.notifier.parked;
@@ -295,7 +337,7 @@ async function main(): Promise<void> {
     await loop(2); // warm-up
     const rates: Record<number, number[]> = { 0: [], [idleWatchers]: [] };
     const extra: number[] = [];
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < loopRounds; round++) {
       for (const n of [0, idleWatchers]) {
         const { rate, wakeReads } = await withWatchers(n);
         rates[n]!.push(rate);
@@ -305,15 +347,18 @@ async function main(): Promise<void> {
     }
     const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
     const ratio = mean(rates[idleWatchers]!) / mean(rates[0]!);
-    const perRound = rates[idleWatchers]!.map((r, i) => (r / rates[0]![i]!).toFixed(2)).join(', ');
-    console.log(
-      `(c) mean ${mean(rates[0]!).toFixed(0)} creates/s with 0 watches, ${mean(rates[idleWatchers]!).toFixed(0)} with ${idleWatchers}: ratio ${ratio.toFixed(2)} (per round ${perRound})`,
-    );
+    const pairRatios = rates[idleWatchers]!.map((r, i) => r / rates[0]![i]!);
+    const median = [...pairRatios].sort((x, y) => x - y)[Math.floor(pairRatios.length / 2)]!;
+    const summary =
+      `(c) ${loopClients} clients creating pools on A, ${loopRounds} × ${loopSeconds} s each way: mean ${mean(rates[0]!).toFixed(0)} creates/s with 0 parked watches, ` +
+      `${mean(rates[idleWatchers]!).toFixed(0)} with ${idleWatchers}: ratio of means ${ratio.toFixed(2)}, per round ${pairRatios.map((r) => r.toFixed(2)).join(', ')} (median ${median.toFixed(2)})`;
+    console.log(summary);
 
     console.log('\nsummary');
     console.log('| measure | n | p50 ms | p90 ms | p99 ms | max ms | mean ms | note |');
     console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
     for (const line of rows) console.log(line);
+    console.log(summary);
     console.log(`\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s`);
   } finally {
     receiver.close();

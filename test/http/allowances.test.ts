@@ -78,9 +78,23 @@ describe.each(storeTargets())('allowances over HTTP on $name', (target) => {
       expect(ok.statusCode).toBe(201);
       expect(ok.body).toMatchObject({ allowanceId: id, units: 7, replay: false });
       expect(await status(id)).toMatchObject({ usedUnits: 7, availableUnits: 3 });
+      await advance(20_500);
       const refused = await consume(id, 4);
       expect(refused.statusCode).toBe(429);
       expect(refused.body.error.code).toBe('QUOTA_EXHAUSTED');
+      // 39.5 s left in the 60 s window, rounded up (decisions §9).
+      expect(refused.headers['retry-after']).toBe('40');
+    });
+
+    it('replays a stored QUOTA_EXHAUSTED with Retry-After 1: the stored reply keeps no time', async () => {
+      const id = await create(1);
+      await consume(id, 1);
+      const key = idem();
+      const body = { scopeId, units: 1, holder: 'w' };
+      const first = await server.api('POST', `/allowances/${id}/consume`, { body, idem: key });
+      expect([first.statusCode, first.headers['retry-after']]).toEqual([429, '60']);
+      const replayed = await server.api('POST', `/allowances/${id}/consume`, { body, idem: key });
+      expect([replayed.statusCode, replayed.headers['idempotent-replayed'], replayed.headers['retry-after']]).toEqual([429, 'true', '1']);
     });
 
     it('units above unitsLimit are VALIDATION_FAILED', async () => {
@@ -116,7 +130,8 @@ describe.each(storeTargets())('allowances over HTTP on $name', (target) => {
       const until = cooled.body.cooldownUntil;
       const shorter = await server.api('POST', `/allowances/${id}/cooldown`, { body: { seconds: 5 } });
       expect(shorter.body.cooldownUntil).toBe(until);
-      expect((await consume(id, 1)).body.error.code).toBe('QUOTA_EXHAUSTED');
+      const cooling = await consume(id, 1);
+      expect([cooling.body.error.code, cooling.headers['retry-after']]).toEqual(['QUOTA_EXHAUSTED', '30']);
       await advance(30_000);
       expect((await consume(id, 1)).statusCode).toBe(201);
       expect((await server.api('POST', `/allowances/${id}/cooldown`, { body: { seconds: 0 } })).statusCode).toBe(400);

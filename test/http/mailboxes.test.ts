@@ -108,6 +108,7 @@ describe.each(storeTargets())('mailboxes over HTTP on $name', (target) => {
       const full = await send(box, 3);
       expect(full.statusCode).toBe(429);
       expect(full.body.error.code).toBe('BACKLOG_FULL');
+      expect(full.headers['retry-after']).toBe('1');
       const d = (await recv(box)).body;
       expect((await send(box, 3)).statusCode).toBe(429); // CLAIMED still counts
       await call(d.messageId, 'complete', { token: d.token });

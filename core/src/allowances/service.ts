@@ -110,9 +110,10 @@ export async function consume(ctx: OpContext, id: string, body: ConsumeBody): Pr
     if (prior.units !== body.units) throw conflict(`workKey ${body.workKey} already consumed ${prior.units} units`);
     return { replay: true, view: consumptionView(prior, true) };
   }
-  if (waiting > 0) throw exhausted(`allowance ${a.name} has waiters in line; join the line with /wait`);
-  if (coolingDown(a, ctx.nowMs)) throw exhausted(`allowance ${a.name} is cooling down until ${isoFromMs(a.cooldownUntil!)}`);
-  if (!fits(a, body.units)) throw exhausted(`allowance ${a.name} has ${a.unitsLimit - a.usedUnits} units left in this window, ${body.units} requested`);
+  const windowEndsInMs = a.windowStartsAt + a.windowSeconds * 1000 - ctx.nowMs;
+  if (waiting > 0) throw exhausted(`allowance ${a.name} has waiters in line; join the line with /wait`, windowEndsInMs);
+  if (coolingDown(a, ctx.nowMs)) throw exhausted(`allowance ${a.name} is cooling down until ${isoFromMs(a.cooldownUntil!)}`, a.cooldownUntil! - ctx.nowMs);
+  if (!fits(a, body.units)) throw exhausted(`allowance ${a.name} has ${a.unitsLimit - a.usedUnits} units left in this window, ${body.units} requested`, windowEndsInMs);
   const next = take(a, body.units, ctx.nowMs);
   const consumption: Consumption = {
     id: ctx.random.uuid(),
@@ -133,7 +134,8 @@ export async function consume(ctx: OpContext, id: string, body: ConsumeBody): Pr
   return { replay: false, view: consumptionView(consumption, false) };
 }
 
-const exhausted = (message: string): BatonError => new BatonError('QUOTA_EXHAUSTED', message);
+/** decisions §9: Retry-After runs to the window's end, or the cooldown's. */
+const exhausted = (message: string, retryAfterMs: number): BatonError => new BatonError('QUOTA_EXHAUSTED', message, undefined, retryAfterMs);
 
 /** Joins the line: GRANTED at once on the fast path (nobody waiting, no cooldown, units fit), else WAITING. */
 export async function wait(ctx: OpContext, id: string, body: WaitBody): Promise<WaiterView> {

@@ -59,7 +59,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
       security: [{ apiKey: [] }],
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) => withRetryAfter(jsonSchemaTransformObject(input)),
   });
   // The rendered reference of the same document; outside /v1/spaces, so no key is needed, and
   // its routes are hidden from the document.
@@ -89,4 +89,22 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
   );
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
+}
+
+/** decisions §9: every 429 carries Retry-After; zod response schemas describe bodies only, so the header is added here. */
+function withRetryAfter<T>(document: T): T {
+  const paths = (document as { paths?: Record<string, Record<string, { responses?: Record<string, { headers?: object }> }>> }).paths ?? {};
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      const tooMany = operation.responses?.['429'];
+      if (!tooMany) continue;
+      tooMany.headers = {
+        'Retry-After': {
+          description: 'Whole seconds (at least 1) until the call can pass: to the window or cooldown end for QUOTA_EXHAUSTED, the next minute for rate limits, the next month for OPERATIONS_EXHAUSTED, else 1.',
+          schema: { type: 'integer', minimum: 1 },
+        },
+      };
+    }
+  }
+  return document;
 }

@@ -14,7 +14,18 @@ export function errorBody(error: BatonError, requestId: string): ErrorBody {
 }
 
 export function sendError(reply: FastifyReply, error: BatonError): FastifyReply {
-  return reply.code(errorTable[error.code].status).send(errorBody(error, reply.request.id));
+  const status = errorTable[error.code].status;
+  if (status === 429) reply.header('Retry-After', retryAfterSeconds(error.retryAfterMs));
+  return reply.code(status).send(errorBody(error, reply.request.id));
+}
+
+/**
+ * decisions §9: whole seconds, at least 1, rounded up so a client that waits them finds the
+ * window or cooldown over. 1 when the refusal names no end (BACKLOG_FULL, and a replayed 429,
+ * whose stored reply keeps no time).
+ */
+export function retryAfterSeconds(retryAfterMs: number | undefined): string {
+  return String(Math.max(1, Math.ceil((retryAfterMs ?? 0) / 1000)));
 }
 
 /** Every failure leaves as the envelope; a 5xx never carries a stack trace or SQL. */

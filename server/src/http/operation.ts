@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { BatonError, canonicalJson, plantedBugs, spaceLimits, together, type OpContext, type Tx } from '@baton/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { errorBody, type ErrorBody } from './error-handler';
+import { errorBody, retryAfterSeconds, type ErrorBody } from './error-handler';
 import { errorTable } from './error-status';
 import type { AppDeps } from './deps';
 
@@ -17,6 +17,8 @@ export type Operation = (ctx: OpContext) => Promise<OperationResult>;
 
 export interface Outcome extends OperationResult {
   replayed: boolean;
+  /** A 429's time to wait (BatonError.retryAfterMs), sent as Retry-After; a replay knows none. */
+  retryAfterMs?: number;
 }
 
 /**
@@ -90,7 +92,7 @@ async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fing
     const replay = await claimKey(tx, spaceId, key, fingerprint, nowMs);
     if (replay) return replay;
     await tx.idempotency.put({ spaceId, key, fingerprint, statusCode, body: { error: stored }, createdAt: nowMs });
-    return { statusCode, body: { error: stored }, replayed: false };
+    return { statusCode, body: { error: stored }, replayed: false, retryAfterMs: error.retryAfterMs };
   });
 }
 
@@ -113,6 +115,7 @@ async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: strin
 
 export function sendOutcome(reply: FastifyReply, outcome: Outcome): FastifyReply {
   if (outcome.replayed) reply.header('Idempotent-Replayed', 'true');
+  if (outcome.statusCode === 429) reply.header('Retry-After', retryAfterSeconds(outcome.retryAfterMs));
   const body = outcome.body as Partial<ErrorBody>;
   if (body?.error) return reply.code(outcome.statusCode).send({ error: { ...body.error, requestId: reply.request.id } });
   return reply.code(outcome.statusCode).send(outcome.body);
