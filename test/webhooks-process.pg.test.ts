@@ -207,12 +207,14 @@ async function deliveries(address: string, t: Tenant, destinationId: string): Pr
   return res.body.items;
 }
 
-async function until(done: () => boolean, timeoutMs: number, what: () => string): Promise<void> {
+/** Polls `done` every 100 ms: true once it holds, false if it still does not after `timeoutMs`. */
+async function eventually(done: () => boolean, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what()}`);
+    if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 100));
   }
+  return true;
 }
 
 /** The pool name of a webhook body, checking webhook-id is its eventId and its type pool.created. */
@@ -278,18 +280,19 @@ describe.runIf(postgresUrl())('webhook delivery across server processes on one P
       b = await start(db.url);
       const answeredNames = () => new Set(receiver.at(path).filter((r) => r.answered === 204).map((r) => parsed(r).name));
       const allAnswered = () => names.every((n) => answeredNames().has(n));
-      await until(allAnswered, 30_000, () => '').catch(async () => {
-        const view = await api(b!.address, t, 'GET', `/destinations/${destination.id}`);
-        const attempts = await deliveries(b!.address, t, destination.id);
+      if (!(await eventually(allAnswered, 30_000))) {
+        // What the destination's row, its view and server B say, for the failure message.
+        const view = await api(b.address, t, 'GET', `/destinations/${destination.id}`);
+        const attempts = await deliveries(b.address, t, destination.id);
         const client = new pg.Client({ connectionString: db.url });
         await client.connect();
         const rows = (await client.query('SELECT id, state, cursor, next_attempt_at, lease_expires_at, lease_token, now() AS db_now FROM webhook_destinations')).rows;
         await client.end();
         throw new Error(
           `not every event was answered within 30 s: answered [${[...answeredNames()].join(', ')}]; ${receiver.at(path).length} received\n` +
-            `destination: ${JSON.stringify(view.body)}\nrows: ${JSON.stringify(rows)}\nattempts: ${JSON.stringify(attempts)}\nserver B:\n${b!.output()}`,
+            `destination: ${JSON.stringify(view.body)}\nrow: ${JSON.stringify(rows)}\nattempts: ${JSON.stringify(attempts)}\nserver B:\n${b.output()}`,
         );
-      });
+      }
 
       const receipts = receiver.at(path);
       for (const r of receipts) expectVerified(r, destination.secret);
@@ -325,7 +328,8 @@ describe.runIf(postgresUrl())('webhook delivery across server processes on one P
       const t = await tenant(a.address, 'shared');
       const destination = await createDestination(a.address, t, receiver.url(path));
       for (const [i, name] of names.entries()) await createPool(i % 2 === 0 ? a.address : b.address, t, name);
-      await until(() => receiver.at(path).length >= names.length, 60_000, () => `${receiver.at(path).length} of ${names.length} received`);
+      const arrived = await eventually(() => receiver.at(path).length >= names.length, 60_000);
+      expect(arrived, `${receiver.at(path).length} of ${names.length} received\nserver A:\n${a.output()}\nserver B:\n${b.output()}`).toBe(true);
       // A moment more, for any duplicate still on its way.
       await new Promise((r) => setTimeout(r, 2_000));
 
@@ -333,8 +337,10 @@ describe.runIf(postgresUrl())('webhook delivery across server processes on one P
       for (const r of receipts) expectVerified(r, destination.secret);
       expect(receipts.every((r) => r.answered === 204)).toBe(true);
       expect(receipts.map((r) => parsed(r).name)).toEqual(names);
-      const ids = receipts.map((r) => r.headers['webhook-id']);
+      const ids = receipts.map((r) => r.headers['webhook-id'] as string);
       expect(new Set(ids).size).toBe(ids.length);
+      // Journal order: eventIds ascend.
+      for (let i = 1; i < ids.length; i++) expect(BigInt(ids[i]!) > BigInt(ids[i - 1]!), `${ids[i - 1]} then ${ids[i]}`).toBe(true);
 
       const attempts = await deliveries(a.address, t, destination.id);
       expect(attempts.filter((x) => x.status !== 'SUCCEEDED')).toEqual([]);
