@@ -9,14 +9,20 @@
  * (a) Watch wake: a GET /watch?types=pool.created long poll parked on B (or on A, for
  *     comparison); a pool create commits through A. Latency: from A's reply to the create
  *     (acknowledged, body read) to B's watch reply (body read). Also when B's notifier heard
- *     the commit (PgNotifier hop), and how many journal reads the watch made (more than two:
- *     horizon re-reads, server/src/http/horizon-rechecks.ts).
+ *     the commit (PgNotifier hop), and how many journal reads the watch made once woken (more
+ *     than one: it found nothing at first and re-read on server/src/http/horizon-rechecks.ts).
+ *     Once more with two clients creating budgets in another space meanwhile (their
+ *     transactions move the horizon, server-wide, but wake nothing parked here).
  * (b) Webhook lag: a destination (`pool.*`) pointing at a receiver on 127.0.0.1, a started
  *     dispatcher on A or on B, pool creates through A one at a time, then a burst. Lag: from
  *     the create's ack to the receiver having the request, and from the event's occurredAt.
+ *     A delivery that came after a dispatcher read that found nothing is counted: the event
+ *     was held back by the horizon, and the dispatcher waited for the next wake or interval.
  * (c) Idle watchers: pool creates through A by a few concurrent clients for some seconds, with
  *     0 and with 100 watches parked on A whose filter (`types=group.decided`) matches nothing
  *     the loop commits; alternated, ratio quoted.
+ *
+ * A pg_stat_activity sampler names transactions that held an xid (the horizon) for 50 ms or more.
  *
  * Client, both servers and the receiver share one process (and its event loop): every figure
  * includes that scheduling, as it includes the database round trips.
@@ -27,6 +33,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { spaceTopic, SystemClock, type Store } from '@baton/core';
+import pg from 'pg';
 import { Pool } from 'undici';
 import { createBaton, type Baton } from '../src/host/baton';
 import { PgNotifier } from '../src/notify/pg-notifier';
@@ -38,8 +45,8 @@ const watchSamples = Number(process.env.WATCH_SAMPLES ?? 400);
 const webhookSamples = Number(process.env.WEBHOOK_SAMPLES ?? 200);
 const webhookLoadedSamples = Number(process.env.WEBHOOK_LOADED_SAMPLES ?? 100);
 const burstSize = Number(process.env.WEBHOOK_BURST ?? 200);
-const loopSeconds = Number(process.env.LOOP_SECONDS ?? 4);
-const loopRounds = Number(process.env.LOOP_ROUNDS ?? 4);
+const loopSeconds = Number(process.env.LOOP_SECONDS ?? 3);
+const loopRounds = Number(process.env.LOOP_ROUNDS ?? 6);
 const loopClients = 4;
 const idleWatchers = 100;
 
@@ -70,6 +77,8 @@ interface Server {
   baseUrl: string;
   /** Journal reads through this server's store (watches, dispatcher). */
   reads: number;
+  /** Of them, those that returned an empty list (the dispatcher's listAfter found nothing). */
+  emptyReads: number;
 }
 
 async function startServer(name: string, url: string, adminToken: string): Promise<Server> {
@@ -78,10 +87,15 @@ async function startServer(name: string, url: string, adminToken: string): Promi
   const notifier = await PgNotifier.start({ url, clock });
   const baton = await createBaton({ store, clock, adminToken, notifier, webhooks: { secretKey: Buffer.alloc(32, 5), allowPrivate: true } });
   const baseUrl = await baton.app.listen({ port: 0, host: '127.0.0.1' });
-  const server: Server = { name, baton, store, notifier, baseUrl, reads: 0 };
+  const server: Server = { name, baton, store, notifier, baseUrl, reads: 0, emptyReads: 0 };
   const wrapped = baton.deps.store;
   const read = wrapped.read.bind(wrapped);
-  wrapped.read = (work) => (server.reads++, read(work));
+  wrapped.read = async (work) => {
+    server.reads++;
+    const result = await read(work);
+    if (Array.isArray(result) && result.length === 0) server.emptyReads++;
+    return result;
+  };
   return server;
 }
 
@@ -127,6 +141,64 @@ async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Pro
   }
 }
 
+/**
+ * Samples pg_stat_activity every 50 ms for transactions that hold an xid (and so the journal's
+ * horizon, server-wide) for 50 ms or more: what a horizon re-read or a late delivery waited on.
+ * Its own statement is read-only (no xid), so it holds nothing back.
+ */
+class HorizonHolders {
+  private readonly client: pg.Client;
+  private timer: NodeJS.Timeout | undefined;
+  private busy = false;
+  private readonly seen = new Map<string, { count: number; maxMs: number }>();
+
+  private readonly ownDb: string;
+
+  constructor(url: string) {
+    this.client = new pg.Client({ connectionString: url });
+    this.ownDb = new URL(url).pathname.slice(1);
+  }
+
+  async start(): Promise<void> {
+    await this.client.connect();
+    this.timer = setInterval(() => void this.sample(), 50);
+  }
+
+  private async sample(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      const { rows } = await this.client.query(
+        `SELECT coalesce(datname, '-') AS db, backend_type, coalesce(left(regexp_replace(query, '\\s+', ' ', 'g'), 50), '') AS query,
+                extract(epoch FROM clock_timestamp() - xact_start) * 1000 AS ms
+           FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND clock_timestamp() - xact_start > interval '50 ms'`,
+      );
+      for (const r of rows as Array<{ db: string; backend_type: string; query: string; ms: number }>) {
+        const key = `${r.db === this.ownDb ? 'this bench' : r.db} / ${r.backend_type} / ${r.query}`;
+        const entry = this.seen.get(key) ?? { count: 0, maxMs: 0 };
+        entry.count++;
+        entry.maxMs = Math.max(entry.maxMs, Number(r.ms));
+        this.seen.set(key, entry);
+      }
+    } catch {
+      // A sample lost is a sample lost.
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  report(): string {
+    if (this.seen.size === 0) return 'none';
+    return [...this.seen].map(([key, { count, maxMs }]) => `[${key}: seen ${count}×, up to ${maxMs.toFixed(0)} ms]`).join(' ');
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    while (this.busy) await sleep(5);
+    await this.client.end().catch(() => undefined);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -136,6 +208,7 @@ async function main(): Promise<void> {
   const servers: Server[] = [];
   const pools: Pool[] = [];
   const receiver = createServer();
+  const watcher = new HorizonHolders(db.url);
   try {
     const a = await startServer('A', db.url, adminToken);
     servers.push(a);
@@ -170,13 +243,21 @@ async function main(): Promise<void> {
           must(await loadOnA('POST', '/budgets', { name: `b${budgetSeq++}`, currency: 'USD', scale: 2, limitMinor: '100' }), 201, 'budget');
           commits++;
         }
-      });
+      }).map((p) => p.catch((e: unknown) => ((running = false), e)));
       const t0 = performance.now();
-      return { stop: async () => ((running = false), await Promise.all(clients), commits / ((performance.now() - t0) / 1000)) };
+      return {
+        stop: async () => {
+          running = false;
+          const failed = (await Promise.all(clients)).find((e) => e !== undefined);
+          if (failed) throw failed;
+          return commits / ((performance.now() - t0) / 1000);
+        },
+      };
     };
     let poolSeq = 0;
     const createPool = (call: Call = onA) => call('POST', '/pools', { name: `p${poolSeq++}`, capacity: 1 });
 
+    await watcher.start(); // after the migrations: what it sees happened during the measures
     console.log(`scratch database on ${new URL(serverUrl).host}; servers A ${a.baseUrl}, B ${b.baseUrl}`);
     console.log('\n| measure | n | p50 ms | p90 ms | p99 ms | max ms | mean ms | note |');
     console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
@@ -227,17 +308,19 @@ async function main(): Promise<void> {
 
     // -------------------------------------------------------------------------------------------
     // (b) webhook delivery lag
-    const arrivals = new Map<string, { atPerf: number; atMs: number; occurredAtMs: number }>();
+    let dispatching = a;
+    const arrivals = new Map<string, { atPerf: number; atMs: number; occurredAtMs: number; emptyReads: number }>();
     receiver.on('request', (req: IncomingMessage, res: ServerResponse) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const atPerf = performance.now();
         const atMs = Date.now();
+        const emptyReads = dispatching.emptyReads;
         res.statusCode = 204;
         res.end();
         const event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        if (event.type === 'pool.created') arrivals.set(event.aggregate.id, { atPerf, atMs, occurredAtMs: Date.parse(event.occurredAt) });
+        if (event.type === 'pool.created') arrivals.set(event.aggregate.id, { atPerf, atMs, occurredAtMs: Date.parse(event.occurredAt), emptyReads });
       });
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
@@ -249,28 +332,36 @@ async function main(): Promise<void> {
       [b, false],
       [b, true],
     ] as const) {
+      dispatching = dispatcher;
       dispatcher.baton.webhooks.start();
       const load = loaded ? backgroundLoad() : undefined;
       const fromAck: number[] = [];
       const fromOccurred: number[] = [];
+      /** Samples whose delivery came after a dispatcher read that found nothing (the event held back by the horizon). */
+      let heldBack = 0;
       const samples = loaded ? webhookLoadedSamples : webhookSamples;
       for (let i = -5; i < samples; i++) {
+        const emptyBefore = dispatcher.emptyReads;
         const pool = must(await createPool(), 201, 'pool');
         const ackAt = performance.now();
         await until(() => arrivals.has(pool.id), `delivery of ${pool.id}`, 5_000);
         const arrival = arrivals.get(pool.id)!;
         if (i >= 0) {
+          if (arrival.emptyReads > emptyBefore) heldBack++;
           fromAck.push(arrival.atPerf - ackAt);
           fromOccurred.push(arrival.atMs - arrival.occurredAtMs);
         }
-        await sleep(5);
+        // The run's last read (it finds nothing: caught up) before the next sample, so that
+        // an empty read counted there belongs to the next create.
+        await until(() => dispatcher.emptyReads > arrival.emptyReads, 'the trailing read', 2_000).catch(() => undefined);
+        await sleep(2);
       }
       const loadRate = await load?.stop();
       const slow = fromAck.filter((x) => x > 250).length;
       row(
         `(b) dispatcher on ${dispatcher.name}, one create at a time${loaded ? `, other space loaded (${loadRate!.toFixed(0)} budget creates/s)` : ''}: ack → receiver`,
         fromAck,
-        `${slow} over 250 ms`,
+        `${slow} over 250 ms; ${heldBack} delivered after a dispatcher read that found nothing yet`,
       );
       row(`(b) … same, occurredAt → receiver`, fromOccurred, 'ms clock');
       if (loaded) {
@@ -359,8 +450,10 @@ async function main(): Promise<void> {
     console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
     for (const line of rows) console.log(line);
     console.log(summary);
+    console.log(`transactions holding an xid for 50 ms or more, seen by a 50 ms pg_stat_activity sampler: ${watcher.report()}`);
     console.log(`\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s`);
   } finally {
+    await watcher.stop();
     receiver.close();
     receiver.closeAllConnections();
     for (const p of pools) await p.close().catch(() => undefined);

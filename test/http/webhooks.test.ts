@@ -262,6 +262,39 @@ describe.each(storeTargets())('webhooks over HTTP on $name', (target) => {
     await server.api('DELETE', `/destinations/${d.id}`);
   });
 
+  // PostgreSQL alone has a horizon to be behind: memory and PGlite commit one transaction at a time.
+  if (target.name === 'postgres') it('a woken dispatcher that finds its event behind the horizon re-reads until it shows', async () => {
+    const d = await destination();
+    const dispatcher = server.baton.webhooks;
+    await dispatcher.runDue();
+    dispatcher.start();
+    // An open transaction holding an xid keeps later commits' events behind the horizon; its own commit journals nothing, so wakes nobody.
+    let release!: () => void;
+    let ready!: () => void;
+    const held = new Promise<void>((r) => (ready = r));
+    const writer = server.baton.deps.store.transaction(async (tx) => {
+      await tx.idempotency.put({ spaceId: server.spaceId, key: `holder-${n}`, fingerprint: 'f', statusCode: 200, body: null, createdAt: server.clock.now() });
+      ready();
+      await new Promise<void>((r) => (release = r));
+    });
+    try {
+      await held;
+      const created = await pools('held', 1);
+      await new Promise((r) => setTimeout(r, 150));
+      expect(receiver.at(d.path)).toHaveLength(0);
+      release();
+      await writer;
+      // No commit and no interval wakes it from here: only the re-reads can deliver.
+      for (let i = 0; i < 150 && receiver.at(d.path).length < 1; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(names(d.path)).toEqual(created);
+    } finally {
+      release?.();
+      await writer;
+      await dispatcher.stop();
+    }
+    await server.api('DELETE', `/destinations/${d.id}`);
+  });
+
   it('reports attempts, their lag from commit and pauses to the metrics', async () => {
     const ok = await destination();
     const failing = await destination((_q, r) => r.writeHead(500).end('down'));

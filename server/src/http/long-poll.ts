@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { isReadyTopic } from '@baton/core';
 import type { AppDeps } from './deps';
-import { HorizonRechecks } from './horizon-rechecks';
+import { HorizonRechecks } from '../notify/horizon-rechecks';
 
 /** The effective cap of a long poll: longer waits are shortened to it (spec, fixed API bounds). */
 export const maxLongPollMs = 30_000;

@@ -1,5 +1,6 @@
 import { assert, eventTypeSet, spaceTopic, type Notifier, eventView, plantedBugs, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
+import { horizonRecheckDelaysMs } from '../notify/horizon-rechecks';
 import { attemptDelivery, type AttemptOptions, type AttemptResult } from './http-attempt';
 import { defaultRetrySchedule, retryDelayMs, type RetrySchedule } from './retry-schedule';
 import { SealError, unseal } from './seal';
@@ -65,7 +66,11 @@ const followForMs = 5 * 60_000;
  * Started (main.ts), it runs every interval and also as soon as a space it dispatches for
  * commits an event (the space's watch topic, from any server through the notifier), so a
  * delivery follows its commit within milliseconds rather than up to an interval later
- * (docs/benchmarks.md, "Webhook delivery lag"). Wakes arriving during a run fold into one more run.
+ * (docs/benchmarks.md, "Watch and webhook latency"). Wakes arriving during a run fold into one
+ * more run. On PostgreSQL the notification can come before the event passes the journal's
+ * horizon; a woken run that read nothing re-runs on the quick part of the horizon schedule
+ * (5 ms doubling to 640 ms) rather than waiting for the next commit or interval (measured: up to
+ * 1 s of lag while another transaction held the horizon).
  */
 export class WebhookDispatcher {
   private cancel: (() => void) | undefined;
@@ -74,6 +79,8 @@ export class WebhookDispatcher {
   /** The started loop's run in progress, and whether a wake came during it. */
   private looping = false;
   private wokenDuringRun = false;
+  /** Journal events read by runs so far: a woken run that read none may be ahead of the horizon. */
+  private eventsRead = 0;
   /** Spaces this server dispatched for lately: their commits wake the loop. */
   private readonly followed = new Map<string, { unsubscribe: () => void; claimedAtMs: number }>();
   /** Events read, for the planted bug `webhook-skips-event` (it passes over every fourth; sim/src/simulation.test.ts). */
@@ -92,7 +99,7 @@ export class WebhookDispatcher {
   /** Runs at once (catching up what came while no server ran), then every interval and on wakes. */
   start(): void {
     this.stopped = false;
-    this.loop();
+    this.loop(undefined);
   }
 
   /** Stops the timer and the wakes, and waits for a run in progress. */
@@ -157,7 +164,7 @@ export class WebhookDispatcher {
       return;
     }
     this.cancel?.();
-    this.loop();
+    this.loop(0);
   };
 
   private async dispatch(key: Buffer, d: Destination, token: string): Promise<void> {
@@ -185,6 +192,7 @@ export class WebhookDispatcher {
       const events = await this.store.read((tx) => tx.events.listAfter(d.spaceId, progress.cursor, journalPageSize));
       if (events.length === 0) break;
       read += events.length;
+      this.eventsRead += events.length;
       for (const event of events) {
         const skipped = plantedBugs.has('webhook-skips-event') && ++this.plantedSkips % 4 === 0;
         if (skipped || event.occurredAt < d.createdAt || !typeMatches(types, event.type)) {
@@ -277,20 +285,30 @@ export class WebhookDispatcher {
 
   private arm(): void {
     if (this.stopped) return;
-    this.cancel = this.clock.schedule(this.options.intervalMs, () => this.loop());
+    this.cancel = this.clock.schedule(this.options.intervalMs, () => this.loop(undefined));
   }
 
-  /** One run of the started loop, then the next: at once if woken meanwhile, else after the interval. */
-  private loop(): void {
+  /**
+   * One run of the started loop, then the next: at once if woken meanwhile; after a re-check
+   * delay if this run followed a wake (`recheck`: its index in horizonRecheckDelaysMs) and read
+   * nothing on PostgreSQL; else after the interval.
+   */
+  private loop(recheck: number | undefined): void {
     this.looping = true;
     this.wokenDuringRun = false;
+    const readBefore = this.eventsRead;
     this.runDue()
       .catch((err: unknown) => this.logger?.error({ err }, 'webhook dispatch run failed; retrying next interval'))
       .finally(() => {
         this.looping = false;
         if (this.stopped) return;
-        if (this.wokenDuringRun) this.loop();
-        else this.arm();
+        if (this.wokenDuringRun) return this.loop(0);
+        const delayMs = recheck === undefined || this.eventsRead > readBefore || this.store.kind !== 'postgres' ? undefined : horizonRecheckDelaysMs[recheck];
+        // The last delay (1 s) is the interval's business.
+        if (delayMs === undefined || recheck! >= horizonRecheckDelaysMs.length - 1) return this.arm();
+        // Real time: the horizon moves in real time, whatever the server's clock.
+        const timer = setTimeout(() => this.loop(recheck! + 1), delayMs);
+        this.cancel = () => clearTimeout(timer);
       });
   }
 }
