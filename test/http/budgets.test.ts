@@ -240,6 +240,52 @@ describe.each(storeTargets())('budgets over HTTP on $name', (target) => {
     });
   });
 
+  describe('GET /budgets/{id}/reservations and /reservations/{reservationId}', () => {
+    it('reaches every reservation in any state, oldest first, filtered by state and paged', async () => {
+      const fresh = (await server.api('POST', '/budgets', { body: { ...budgetBody, name: 'listed' }, idem: idem() })).body.id as string;
+      // A millisecond apart: reservations made in one millisecond are ordered by id.
+      const reserveOn = async (amountMinor: string) => {
+        server.clock.advance(1);
+        return (await server.api('POST', `/budgets/${fresh}/reserve`, { body: { scopeId, holder: 'lister', amountMinor }, idem: idem() })).body.id as string;
+      };
+      const settled = await reserveOn('100');
+      const voided = await reserveOn('200');
+      const active = await reserveOn('300');
+      await server.api('POST', `/budgets/${fresh}/settle`, { body: { reservationId: settled, amountMinor: '100', workKey: 'l-settle' } });
+      await server.api('POST', `/budgets/${fresh}/void`, { body: { reservationId: voided, workKey: 'l-void' } });
+
+      const all = await server.api('GET', `/budgets/${fresh}/reservations`);
+      expect(all.statusCode).toBe(200);
+      expect(all.body.items.map((r: { id: string; state: string }) => [r.id, r.state])).toEqual([[settled, 'SETTLED'], [voided, 'VOIDED'], [active, 'ACTIVE']]);
+      expect(all.body.nextCursor).toBeNull();
+      const closed = await server.api('GET', `/budgets/${fresh}/reservations?state=SETTLED,VOIDED`);
+      expect(closed.body.items.map((r: { id: string }) => r.id)).toEqual([settled, voided]);
+      const first = await server.api('GET', `/budgets/${fresh}/reservations?limit=2`);
+      expect(first.body.items).toHaveLength(2);
+      const second = await server.api('GET', `/budgets/${fresh}/reservations?limit=2&cursor=${first.body.nextCursor}`);
+      expect(second.body).toEqual({ items: [all.body.items[2]], nextCursor: null });
+      // The budget view keeps listing the ACTIVE ones only.
+      expect((await server.api('GET', `/budgets/${fresh}`)).body.reservations.map((r: { id: string }) => r.id)).toEqual([active]);
+
+      const one = await server.api('GET', `/budgets/${fresh}/reservations/${voided}`);
+      expect(one.statusCode).toBe(200);
+      expect(one.body).toEqual(all.body.items[1]);
+      expect(one.body).toMatchObject({ budgetId: fresh, state: 'VOIDED', amountMinor: '200', remainingMinor: '0' });
+    });
+
+    it('answers 404 for an unknown budget or a reservation of another budget, 400 for a bad state or id', async () => {
+      const r = (await reserve('1')).body.id as string;
+      const other = (await server.api('POST', '/budgets', { body: { ...budgetBody, name: 'not-its-budget' }, idem: idem() })).body.id as string;
+      expect((await server.api('GET', `/budgets/${other}/reservations/${r}`)).body.error).toMatchObject({ code: 'NOT_FOUND', message: 'reservation not found' });
+      expect((await server.api('GET', `/budgets/${otherId}/reservations`)).body.error).toMatchObject({ code: 'NOT_FOUND', message: 'budget not found' });
+      expect((await server.api('GET', `/budgets/${budgetId}/reservations/${otherId}`)).statusCode).toBe(404);
+      const badState = await server.api('GET', `/budgets/${budgetId}/reservations?state=OPEN`);
+      expect([badState.statusCode, badState.body.error.details[0].path]).toEqual([400, 'querystring.state']);
+      expect((await server.api('GET', `/budgets/${budgetId}/reservations/not-a-uuid`)).statusCode).toBe(400);
+      expect((await server.api('GET', `/budgets/${budgetId}/reservations?cursor=%%%`)).statusCode).toBe(400);
+    });
+  });
+
   describe('settleBy', () => {
     it('passing settleBy emits budget.reservation_overdue once and voids nothing', async () => {
       const r = (await reserve('5', { settleBy: new Date(server.clock.now() + 60_000).toISOString() })).body;

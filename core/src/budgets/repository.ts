@@ -1,5 +1,6 @@
+import type { CreatedPosition } from '../paging';
 import type { LockOptions } from '../store/lock-options';
-import type { Budget, BudgetEntry, Reservation } from './model';
+import type { Budget, BudgetEntry, Reservation, ReservationState } from './model';
 
 export interface BudgetRepository {
   insert(budget: Budget): Promise<void>;
@@ -25,6 +26,8 @@ export interface ReservationRepository {
   update(reservation: Reservation): Promise<void>;
   /** ACTIVE reservations of a budget, oldest first. */
   listActive(spaceId: string, budgetId: string): Promise<Reservation[]>;
+  /** A budget's reservations in `states` (any when null), oldest first (createdAt, then id), after `after`. */
+  list(spaceId: string, budgetId: string, states: readonly ReservationState[] | null, after: CreatedPosition | null, limit: number): Promise<Reservation[]>;
   /**
    * ACTIVE reservations of any space whose settleBy is at or before `nowMs` and whose overdue
    * event is not yet emitted, locked for this transaction. Rows another server is already

@@ -3,14 +3,14 @@ import type { OpContext } from '../context';
 import { BatonError, conflict, notFound } from '../errors';
 import { eventTypes } from '../events/model';
 import { parseMinor } from '../money';
-import { decodeNameCursor, encodeNameCursor } from '../paging';
+import { decodeNameCursor, decodePositionCursor, encodeNameCursor, encodePositionCursor } from '../paging';
 import { plantedBugs } from '../planted-bugs';
 import type { BudgetCreateBody, BudgetView, EntryReply, ReserveBody, ReservationView, SettleBody, VoidBody } from '../schemas/budgets';
 import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import { together } from '../store/together';
 import { isoFromMs, msFromIso } from '../time';
-import type { Budget, BudgetEntry, EntryKind, Reservation } from './model';
+import type { Budget, BudgetEntry, EntryKind, Reservation, ReservationState } from './model';
 import { assertConservation, reserveFunds, settleFunds, voidRemainder } from './rules';
 import { budgetView, entryView, reservationView } from './views';
 
@@ -81,6 +81,30 @@ export async function listBudgets(tx: Tx, spaceId: string, cursor: string | unde
   const items = await Promise.all(page.map((b) => loadView(tx, b)));
   const last = page.at(-1);
   return { items, nextCursor: rows.length > limit && last ? encodeNameCursor(last.name) : null };
+}
+
+export interface ReservationListRequest {
+  /** Only reservations in one of these states; all when undefined. */
+  states: readonly ReservationState[] | undefined;
+  cursor: string | undefined;
+  limit: number;
+}
+
+/** A budget's reservations in any state, oldest first (decisions §6); the budget view lists only ACTIVE ones. */
+export async function listReservations(tx: Tx, spaceId: string, budgetId: string, request: ReservationListRequest): Promise<Page<ReservationView>> {
+  const after = request.cursor === undefined ? null : decodePositionCursor(request.cursor);
+  const [budget, rows] = await together(tx.budgets.get(spaceId, budgetId), tx.reservations.list(spaceId, budgetId, request.states ?? null, after, request.limit + 1));
+  if (!budget) throw notFound('budget');
+  const page = rows.slice(0, request.limit);
+  const last = page.at(-1);
+  return { items: page.map(reservationView), nextCursor: rows.length > request.limit && last ? encodePositionCursor(last) : null };
+}
+
+/** One reservation of the budget, in any state; another budget's reservation is NOT_FOUND. */
+export async function getReservation(tx: Tx, spaceId: string, budgetId: string, reservationId: string): Promise<ReservationView> {
+  const reservation = await tx.reservations.get(spaceId, reservationId);
+  if (!reservation || reservation.budgetId !== budgetId) throw notFound('reservation');
+  return reservationView(reservation);
 }
 
 async function loadView(tx: Tx, budget: Budget): Promise<BudgetView> {

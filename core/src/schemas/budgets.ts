@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { minorAmount, name, pageOf, positiveMinorAmount, text, timestamp, uuid, uuidInput, workKey } from './common';
+import { reservationStates } from '../budgets/model';
+import { stateFilter } from './barriers';
+import { listQuery, minorAmount, name, pageOf, positiveMinorAmount, text, timestamp, uuid, uuidInput, workKey } from './common';
 
 export const budgetCreateBody = z.object({
   name,
@@ -58,6 +60,10 @@ export const budgetView = z
 export type BudgetView = z.infer<typeof budgetView>;
 
 export const budgetPage = pageOf(budgetView);
+
+export const reservationListQuery = listQuery.extend({ state: stateFilter(reservationStates) });
+export const reservationPage = pageOf(reservationView);
+export const reservationParams = z.object({ spaceId: uuidInput, id: uuidInput, reservationId: uuidInput });
 
 export const entryView = z
   .object({

@@ -190,6 +190,13 @@ export class MemoryStore implements Store {
             .filter((r) => r.spaceId === spaceId && r.budgetId === budgetId && r.state === 'ACTIVE')
             .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
             .map((r) => structuredClone(r)),
+        list: async (spaceId, budgetId, states, after, limit) =>
+          [...reservations.scan()]
+            .filter((r) => r.spaceId === spaceId && r.budgetId === budgetId && (states === null || states.includes(r.state)))
+            .filter((r) => after === null || r.createdAt > after.createdAt || (r.createdAt === after.createdAt && r.id > after.id))
+            .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
+            .slice(0, limit)
+            .map((r) => structuredClone(r)),
         claimOverdue: async (nowMs, limit) =>
           [...reservations.scan()]
             .filter((r) => r.state === 'ACTIVE' && r.overdueAt === null && r.settleBy !== null && r.settleBy <= nowMs)

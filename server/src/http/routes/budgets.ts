@@ -43,6 +43,25 @@ export function budgetRoutes(deps: AppDeps) {
       schema: { tags, params: schemas.idParams, response: { 200: schemas.budgetView, ...errorReplies() } },
     }, async (request) => deps.store.read((tx) => budgets.getBudget(tx, request.principal!.space.id, request.params.id)));
 
+    app.get('/budgets/:id/reservations', {
+      config: read,
+      schema: {
+        tags,
+        description: "The budget's reservations in any state, oldest first; `state=ACTIVE` or `state=SETTLED,VOIDED` filters. The budget view lists only the ACTIVE ones.",
+        params: schemas.idParams,
+        querystring: schemas.reservationListQuery,
+        response: { 200: schemas.reservationPage, ...errorReplies() },
+      },
+    }, async (request) => {
+      const { state, cursor, limit } = request.query;
+      return deps.store.read((tx) => budgets.listReservations(tx, request.principal!.space.id, request.params.id, { states: state, cursor, limit }));
+    });
+
+    app.get('/budgets/:id/reservations/:reservationId', {
+      config: read,
+      schema: { tags, description: 'One reservation of the budget, in any state.', params: schemas.reservationParams, response: { 200: schemas.reservationView, ...errorReplies() } },
+    }, async (request) => deps.store.read((tx) => budgets.getReservation(tx, request.principal!.space.id, request.params.id, request.params.reservationId)));
+
     app.post('/budgets/:id/reserve', {
       config: spend,
       schema: {

@@ -75,6 +75,25 @@ export function sqlReservations(q: SqlQueryable): ReservationRepository {
            state = $9, settle_by = $10, overdue_at = $11, created_at = $12, updated_at = $13
          WHERE space_id = $1 AND id = $2 RETURNING 1`, params(reservation), `update of missing reservation ${reservation.id}`);
     },
+    async list(spaceId, budgetId, states, after, limit) {
+      // As barriers.list: the state filter a parameter (NULL: any), the position a row
+      // comparison, so a page is one range scan of reservations_by_budget (migration 018).
+      const stateParam = states === null ? null : [...states];
+      const rows =
+        after === null
+          ? await q.query<ReservationRow>(
+              `SELECT ${columns} FROM reservations WHERE space_id = $1 AND budget_id = $2 AND ($3::text[] IS NULL OR state = ANY($3::text[]))
+               ORDER BY created_at, id LIMIT $4`,
+              [spaceId, budgetId, stateParam, limit],
+            )
+          : await q.query<ReservationRow>(
+              `SELECT ${columns} FROM reservations WHERE space_id = $1 AND budget_id = $2 AND ($3::text[] IS NULL OR state = ANY($3::text[]))
+                 AND (created_at, id) > ($4::timestamptz, $5)
+               ORDER BY created_at, id LIMIT $6`,
+              [spaceId, budgetId, stateParam, timeParam(after.createdAt), after.id, limit],
+            );
+      return rows.map(toReservation);
+    },
     async listActive(spaceId, budgetId) {
       const rows = await q.query<ReservationRow>(
         `SELECT ${columns} FROM reservations WHERE space_id = $1 AND budget_id = $2 AND state = 'ACTIVE' ORDER BY created_at, id`,
