@@ -22,16 +22,14 @@ class FakeClock implements RuntimeClock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const timer = { atMs: this.t + Math.max(0, ms), seq: this.seq++, fire: () => resolve() };
+      // As systemClock: a fired timer removes its abort listener (a long renew loop sleeps on one signal many times).
+      const onAbort = (): void => {
+        this.timers = this.timers.filter((t) => t !== timer);
+        reject(signal!.reason);
+      };
+      const timer = { atMs: this.t + Math.max(0, ms), seq: this.seq++, fire: () => (signal?.removeEventListener('abort', onAbort), resolve()) };
       this.timers.push(timer);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.timers = this.timers.filter((t) => t !== timer);
-          reject(signal.reason);
-        },
-        { once: true },
-      );
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
