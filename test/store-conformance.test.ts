@@ -508,6 +508,21 @@ describe.each(storeTargets())('store conformance on $name', (target) => {
       expect(await store.read((tx) => tx.idempotency.get(s.id, 'k1'))).toEqual(replacement);
     });
 
+    it('purgeUntil deletes records created at or before the cutoff, in batches of at most limit, and no younger ones', async () => {
+      const { space: s } = await tenant();
+      const old = [1, 2, 3].map((i) => record(s.id, `old-${i}`, { createdAt: T0 - i }));
+      const young = record(s.id, 'young', { createdAt: T0 + 1 });
+      const atCutoff = record(s.id, 'at-cutoff', { createdAt: T0 });
+      for (const r of [...old, young, atCutoff]) await store.transaction((tx) => tx.idempotency.put(r));
+      // Other tests' records are older still, so count only this space's.
+      const left = async () => (await Promise.all([...old, young, atCutoff].map((r) => store.read((tx) => tx.idempotency.get(s.id, r.key))))).filter(Boolean).length;
+      let purged = 0;
+      for (let n; (n = await store.transaction((tx) => tx.idempotency.purgeUntil(T0, 2))) > 0; purged += n) expect(n).toBeLessThanOrEqual(2);
+      expect(purged).toBeGreaterThanOrEqual(4);
+      expect(await left()).toBe(1);
+      expect(await store.read((tx) => tx.idempotency.get(s.id, 'young'))).toEqual(young);
+    });
+
     it('tryLock refuses a key while another open transaction holds it', async () => {
       const { org: o, space: s } = await tenant();
       const s2 = space(o.id);

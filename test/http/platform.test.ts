@@ -147,6 +147,20 @@ describe.each(storeTargets())('auth, idempotency, errors and events on $name', (
       expect(res.body.amountMinor).toBe('2');
     });
 
+    it('the retention sweep deletes a record once the replay window has passed, never before', async () => {
+      const key = idem();
+      await server.api('POST', `/budgets/${budgetId}/reserve`, { body, idem: key });
+      const stored = () => server.baton.deps.store.read((tx) => tx.idempotency.get(server.spaceId, key));
+      server.clock.advance(24 * 60 * 60 * 1000 - 1);
+      await server.baton.deps.runDueWork();
+      expect(await stored()).toBeDefined();
+      const replay = await server.api('POST', `/budgets/${budgetId}/reserve`, { body, idem: key });
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      server.clock.advance(1);
+      await server.baton.deps.runDueWork();
+      expect(await stored()).toBeUndefined();
+    });
+
     it('two concurrent requests with one key apply once: the other replays or is told the first is in flight', async () => {
       const key = idem();
       const [a, b] = await Promise.all([

@@ -17,4 +17,10 @@ export interface IdempotencyRepository {
   get(spaceId: string, key: string): Promise<IdempotencyRecord | undefined>;
   /** Inserts, or replaces a record older than the replay window. */
   put(record: IdempotencyRecord): Promise<void>;
+  /**
+   * Deletes up to `limit` records of any space created at or before `cutoffMs` (past the replay
+   * window: none can be replayed any more) and says how many. Records another transaction holds
+   * are skipped, so purges on several servers never wait on each other or on a request.
+   */
+  purgeUntil(cutoffMs: number, limit: number): Promise<number>;
 }

@@ -1,13 +1,22 @@
 import { allowances, budgets, deliveries, groups, type Clock, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
+import { replayWindowMs } from '../http/operation';
 
 /** Rows one sweep transaction handles; a full batch means more are due, so the sweep goes on. */
 const batchSize = 100;
 
 /**
+ * Retention (decisions §9) deletes in batches of this many rows, at most this many batches a
+ * pass: a backlog (a server down for days) drains over several passes, in short transactions.
+ */
+const purgeBatchSize = 500;
+const purgeBatchesPerPass = 20;
+
+/**
  * Time-based work, decided from the injected clock: the overdue-reservation sweep and the
  * allowance grant sweep (lines moved by a window roll, a cooldown's end or a waiter's expiry),
- * message lease expiry, and task and task group deadlines.
+ * message lease expiry, task and task group deadlines, and retention: idempotency records past
+ * the replay window.
  * Safe on any number of servers at once: each batch is claimed with SKIP LOCKED.
  */
 export class BackgroundWork {
@@ -43,6 +52,15 @@ export class BackgroundWork {
     await this.untilDone((nowMs) => this.store.transaction((tx) => deliveries.expireTaskDeadlines(tx, nowMs, batchSize, this.random)));
     // Task groups whose deadline passed undecided decide FAILED DEADLINE_EXCEEDED; live members are cancelled.
     await this.untilDone((nowMs) => this.store.transaction((tx) => groups.expireDeadlines(tx, nowMs, batchSize, this.random)));
+    await this.purgeIdempotency();
+  }
+
+  /** Idempotency records that can no longer be replayed (older than 24 h); the replay check ignores them already. */
+  private async purgeIdempotency(): Promise<void> {
+    for (let batch = 0; batch < purgeBatchesPerPass; batch++) {
+      const cutoffMs = this.clock.now() - replayWindowMs;
+      if ((await this.store.transaction((tx) => tx.idempotency.purgeUntil(cutoffMs, purgeBatchSize))) < purgeBatchSize) return;
+    }
   }
 
   /** Repeats a batch while batches come back full: more is due than one transaction should hold. */

@@ -234,6 +234,11 @@ export class MemoryStore implements Store {
         tryLock: async () => true,
         get: async (spaceId, k) => idempotency.get(key(spaceId, k)),
         put: async (record) => idempotency.set(key(record.spaceId, record.key), record),
+        purgeUntil: async (cutoffMs, limit) => {
+          const due = [...idempotency.scan()].filter((r) => r.createdAt <= cutoffMs).slice(0, limit);
+          for (const r of due) idempotency.delete(key(r.spaceId, r.key));
+          return due.length;
+        },
       },
     };
   }
