@@ -37,7 +37,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
       if (taskId !== null) {
         const task: Task = {
           id: taskId, spaceId, taskKey: `k-${taskId}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId, state: 'PENDING', input: null,
-          requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, groupId: null, createdAt: T0, updatedAt: T0,
+          requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, groupId: null, tombstoned: false, createdAt: T0, updatedAt: T0,
         };
         await tx.tasks.insert(task);
       }

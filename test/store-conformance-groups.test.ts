@@ -31,7 +31,7 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   });
   const task = (over: Partial<Task> = {}): Task => ({
     id: randomUUID(), spaceId, taskKey: `k-${randomUUID()}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId: randomUUID(), state: 'PENDING', input: null,
-    requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, groupId: null,
+    requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, groupId: null, tombstoned: false,
     createdAt: T0, updatedAt: T0, ...over,
   });
   const insertGroup = async (g: TaskGroup): Promise<TaskGroup> => (await store.transaction((tx) => tx.taskGroups.insert(g)), g);

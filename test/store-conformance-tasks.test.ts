@@ -29,7 +29,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
   const task = (over: Partial<Task> = {}): Task => ({
     id: randomUUID(), spaceId, taskKey: `k-${randomUUID()}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId: randomUUID(), state: 'PENDING', input: { a: [1, 'x'] },
     requirements: { pools: [{ name: 'gpu', units: 1 }], quotas: [], budgets: [{ name: 'b', reserveMinor: '5' }] }, workLimit: 'wl', deadline: null, attempts: 0,
-    outcome: null, failureReason: null, messageId: null, groupId: null, createdAt: T0, updatedAt: T0, ...over,
+    outcome: null, failureReason: null, messageId: null, groupId: null, tombstoned: false, createdAt: T0, updatedAt: T0, ...over,
   });
   const withDelivery = async (t: Task): Promise<Task> =>
     store.transaction(async (tx) => {

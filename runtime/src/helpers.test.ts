@@ -211,6 +211,7 @@ function task(state: Task['state'], outcome: unknown = null): Task {
     attempts: 1,
     outcome,
     failureReason: state === 'FAILED' ? 'NACKED' : null,
+    tombstoned: false,
     subscribers: [],
     createdAt: at,
     updatedAt: at,

@@ -163,6 +163,7 @@ async function startTarget(store: Store): Promise<{ target: Target; close(): Pro
   const baton = await createBaton({ store, clock: new SystemClock(), adminToken, bootstrap: false });
   // The background sweep runs as under `npm start`, so its cost is part of the figures.
   baton.background.start();
+  baton.limitsSync.start();
   const baseUrl = await baton.app.listen({ host: '127.0.0.1', port: 0 });
   const http = newPool(baseUrl, 2);
   const close = async () => {

@@ -52,6 +52,7 @@ async function main(): Promise<void> {
   baton.background.start();
   // Webhook delivery on its own timer (tests and the simulator run it through runDueWork).
   baton.webhooks.start();
+  baton.limitsSync.start();
   const address = await baton.app.listen({ host: config.host, port: config.port });
   logger.info({ address, store: store.kind, clock: clock.mode, admin: config.adminToken ? 'enabled' : 'disabled (set BATON_ADMIN_TOKEN)', metrics: config.metricsToken ? 'enabled' : 'disabled (set BATON_METRICS_TOKEN)' }, 'baton is serving');
   if (baton.devCredentials) printDevCredentials(address, baton.devCredentials);

@@ -103,15 +103,37 @@ describe.each(storeTargets())('auth, idempotency, errors and events on $name', (
       expect(res.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
     });
 
-    it('a stored business error replays with the replaying request\'s own id', async () => {
+    /** The raw reply, to compare bodies byte for byte. */
+    const raw = async (method: 'POST', path: string, payload: unknown, key: string, requestId: string) => {
+      const res = await server.baton.app.inject({
+        method, url: `/v1/spaces/${server.spaceId}${path}`, payload: payload as object,
+        headers: { authorization: `Bearer ${server.key}`, 'idempotency-key': key, 'x-request-id': requestId },
+      });
+      return { statusCode: res.statusCode, headers: res.headers, text: res.body };
+    };
+
+    it("replays a stored business error byte for byte, the first request's id in the body and in X-Request-Id alike", async () => {
       const key = idem();
-      const first = await server.api('POST', `/budgets/${budgetId}/reserve`, { body: { ...body, amountMinor: '999999' }, idem: key });
-      expect(first.body.error.code).toBe('INSUFFICIENT_BUDGET');
-      const again = await server.api('POST', `/budgets/${budgetId}/reserve`, { body: { ...body, amountMinor: '999999' }, idem: key, headers: { 'x-request-id': 'replay-req-1' } });
+      const over = { ...body, amountMinor: '999999' };
+      const first = await raw('POST', `/budgets/${budgetId}/reserve`, over, key, 'first-req-1');
+      expect(JSON.parse(first.text).error).toMatchObject({ code: 'INSUFFICIENT_BUDGET', requestId: 'first-req-1' });
+      const again = await raw('POST', `/budgets/${budgetId}/reserve`, over, key, 'replay-req-1');
       expect(again.statusCode).toBe(409);
       expect(again.headers['idempotent-replayed']).toBe('true');
-      expect(again.headers['x-request-id']).toBe('replay-req-1');
-      expect(again.body.error).toMatchObject({ code: 'INSUFFICIENT_BUDGET', message: first.body.error.message, requestId: 'replay-req-1' });
+      expect(again.text).toBe(first.text);
+      expect(again.headers['x-request-id']).toBe('first-req-1');
+    });
+
+    it('replays a success and a batch with a failed item byte for byte', async () => {
+      const key = idem();
+      const created = await raw('POST', `/budgets/${budgetId}/reserve`, body, key, 'first-req-2');
+      expect(created.statusCode).toBe(201);
+      expect((await raw('POST', `/budgets/${budgetId}/reserve`, body, key, 'replay-req-2')).text).toBe(created.text);
+      const batchKey = idem();
+      const items = { items: [{ messageId: '00000000-0000-4000-8000-000000000000', token: 'stale' }] };
+      const batch = await raw('POST', '/messages/complete-batch', items, batchKey, 'first-req-3');
+      expect(JSON.parse(batch.text).items[0].body.error).toMatchObject({ requestId: 'first-req-3' });
+      expect((await raw('POST', '/messages/complete-batch', items, batchKey, 'replay-req-3')).text).toBe(batch.text);
     });
 
     it('a validation error is not stored: the key stays free', async () => {

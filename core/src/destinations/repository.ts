@@ -27,4 +27,9 @@ export interface DeliveryAttemptRepository {
   insert(row: DeliveryAttempt): Promise<void>;
   /** Most recent first, (attemptedAt, id) descending; `before` is exclusive. */
   list(spaceId: string, filter: AttemptFilter, before: AttemptPosition | null, limit: number): Promise<DeliveryAttempt[]>;
+  /**
+   * Retention (decisions §9, 365 days): deletes up to `limit` attempts of any space made at or
+   * before `cutoffMs` and says how many. Rows another transaction holds are skipped (SKIP LOCKED).
+   */
+  purgeUntil(cutoffMs: number, limit: number): Promise<number>;
 }

@@ -16,12 +16,39 @@ export function eventView(e: JournalEvent): EventView {
 }
 
 /**
+ * Whether retention deleted events after `cursor` that a read from it would have returned
+ * (decisions §9: a cursor older than the journal's start answers from the oldest retained
+ * event, with `truncated: true`). `firstListed` is the first event that read found, if any.
+ * No cursor asks for the journal from its start, which is never truncated.
+ *
+ * Called after the read, not before: purgedThrough is read later than the journal was, so a
+ * purge that committed in between is seen. A page whose first event lies at or before
+ * purgedThrough was read before that purge and lost nothing; one whose first event lies after it,
+ * or that is empty, was read after it, so the events between the cursor and it are gone. A
+ * cursor given without one costs this one primary-key read.
+ */
+export async function lostToRetention(tx: Tx, spaceId: string, cursor: string | undefined, firstListed: string | undefined): Promise<boolean> {
+  if (cursor === undefined) return false;
+  const purgedThrough = BigInt(await tx.events.purgedThrough(spaceId));
+  return purgedThrough > BigInt(cursor) && (firstListed === undefined || BigInt(firstListed) > purgedThrough);
+}
+
+export interface EventPage {
+  items: EventView[];
+  nextCursor: string;
+  /** Present, and true, only on a page after a cursor older than the journal's start (lostToRetention). */
+  truncated?: true;
+}
+
+/**
  * One page of a space's journal after `cursor`. The next cursor is the last eventId returned,
  * or the given cursor when nothing new is visible yet: the reader polls again with it.
  */
-export async function readEvents(tx: Tx, spaceId: string, cursor: string | undefined, limit: number): Promise<{ items: EventView[]; nextCursor: string }> {
+export async function readEvents(tx: Tx, spaceId: string, cursor: string | undefined, limit: number): Promise<EventPage> {
   const after = cursor ?? '0';
   const listed = await tx.events.listAfter(spaceId, after, limit);
   const events = plantedBugs.has('journal-drops-event') ? listed.filter((_e, i) => i !== 1) : listed;
-  return { items: events.map(eventView), nextCursor: listed.at(-1)?.eventId ?? after };
+  const page: EventPage = { items: events.map(eventView), nextCursor: listed.at(-1)?.eventId ?? after };
+  if (await lostToRetention(tx, spaceId, cursor, listed[0]?.eventId)) page.truncated = true;
+  return page;
 }

@@ -1,4 +1,5 @@
 import type { JournalEvent, NewEvent } from './model';
+import type { SpaceCutoff } from '../store/retention-repository';
 
 export interface EventRepository {
   append(spaceId: string, occurredAt: number, events: NewEvent[]): Promise<void>;
@@ -12,4 +13,16 @@ export interface EventRepository {
    * listAfter from it misses nothing committed later (a webhook destination starts here).
    */
   tail(spaceId: string): Promise<string>;
+  /**
+   * Retention (decisions §9): deletes up to `limit` events of the given spaces that occurred at
+   * or before their space's cutoff, from the start of each space's journal, and raises each
+   * space's purgedThrough to the newest position deleted. Says how many. Rows another transaction
+   * holds are skipped (SKIP LOCKED).
+   */
+  purgeBefore(cutoffs: readonly SpaceCutoff[], limit: number): Promise<number>;
+  /**
+   * The position of the newest event retention deleted from the space ('0' when none): a cursor
+   * before it may have lost events, and its page says truncated (events/journal.ts).
+   */
+  purgedThrough(spaceId: string): Promise<string>;
 }

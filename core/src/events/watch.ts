@@ -1,7 +1,7 @@
 import type { EventView } from '../schemas/events';
 import type { Tx } from '../store/store';
 import { plantedBugs } from '../planted-bugs';
-import { eventView } from './journal';
+import { eventView, lostToRetention } from './journal';
 import { watchMatches, type WatchFilter } from './watch-filter';
 
 /** Journal events one read examines at most, matching or not: bounds the work of a request whose filter matches little. */
@@ -19,6 +19,8 @@ export interface WatchPage {
   nextCursor: string;
   /** The scope subtree the read filtered with (null without a scopeId filter): what the watch parks on. */
   subtree: ReadonlySet<string> | null;
+  /** Retention deleted events after `cursor` before this read (journal.ts, lostToRetention). */
+  truncated: boolean;
 }
 
 /**
@@ -30,18 +32,21 @@ export async function readWatchPage(tx: Tx, spaceId: string, cursor: string | un
   const items: EventView[] = [];
   let after = cursor ?? '0';
   let examined = 0;
+  let truncated: boolean | undefined;
   while (examined < maxWatchExamined) {
     const batch = Math.min(examineBatch, maxWatchExamined - examined);
     const listed = await tx.events.listAfter(spaceId, after, batch);
+    // Judged on the first batch, the one read from the caller's cursor; later ones follow it.
+    truncated ??= await lostToRetention(tx, spaceId, cursor, listed[0]?.eventId);
     for (const event of listed) {
       examined++;
       after = event.eventId;
       if (plantedBugs.has('watch-skips-event') && examined === 1) continue;
       if (!watchMatches(filter, subtree, event)) continue;
       items.push(eventView(event));
-      if (items.length === limit) return { items, nextCursor: after, subtree };
+      if (items.length === limit) return { items, nextCursor: after, subtree, truncated };
     }
     if (listed.length < batch) break;
   }
-  return { items, nextCursor: after, subtree };
+  return { items, nextCursor: after, subtree, truncated: truncated ?? false };
 }

@@ -1,5 +1,6 @@
 import type { BatchClaimRequest, Candidate, CandidateRequest, CandidatesRequest, ClaimRequest, LiveCounts, Mailbox, MailboxCensus, Message, MessageListPosition, MessageState, NewMessage, SendTarget } from './model';
 import type { LockOptions } from '../store/lock-options';
+import type { SpaceCutoff } from '../store/retention-repository';
 
 export interface MailboxRepository {
   /** False, writing nothing, when the space already has a mailbox of that name (a concurrent create won). */
@@ -93,4 +94,11 @@ export interface MessageRepository {
    * follows what waits and what died, not the history of ACKED messages.
    */
   census(limit: number): Promise<MailboxCensus[]>;
+  /**
+   * Retention (decisions §9): deletes up to `limit` finished messages (ACKED, DEAD, CANCELLED)
+   * of the given spaces that finished (were last updated) at or before their space's cutoff,
+   * payload and all, and says how many. READY and CLAIMED messages are never touched. Rows
+   * another transaction holds are skipped (SKIP LOCKED).
+   */
+  purgeFinished(cutoffs: readonly SpaceCutoff[], limit: number): Promise<number>;
 }

@@ -23,6 +23,10 @@ export const eventPage = z
   .object({
     items: z.array(eventView),
     nextCursor: z.string().describe('Send back as cursor to continue; never null, the journal has no end'),
+    truncated: z
+      .literal(true)
+      .optional()
+      .describe('Present (true) only when retention deleted events after the cursor given: the page answers from the oldest event kept. Absent otherwise'),
   })
   .meta({ id: 'EventPage' });
 

@@ -12,3 +12,5 @@ export * from './limits';
 export * from './groups';
 export * from './batches';
 export * from './destinations';
+export * from './diagnostics';
+export * from './usage';

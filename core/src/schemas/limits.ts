@@ -5,7 +5,7 @@ const bounded = (b: { min: number; max: number }, what: string) => z.number().in
 
 export const spaceLimitsBody = z
   .strictObject({
-    requestsPerMinute: bounded(spaceLimitBounds.requestsPerMinute, 'requests per minute in this space; at most the plan rate (stored and shown; enforcement arrives with rate limiting)').optional(),
+    requestsPerMinute: bounded(spaceLimitBounds.requestsPerMinute, 'requests per minute in this space, counted by each server alone; at most the plan rate; past 80 % only recovery calls pass, past it 429 RATE_LIMITED').optional(),
     maxBacklog: bounded(spaceLimitBounds.maxBacklog, 'READY plus CLAIMED messages in the space; a send beyond it is 429 BACKLOG_FULL').optional(),
     maxPayloadBytes: bounded(spaceLimitBounds.maxPayloadBytes, 'largest message or result payload, in bytes of JSON; at most the plan payload size').optional(),
     maxLeaseSeconds: bounded(spaceLimitBounds.maxLeaseSeconds, 'longer leases asked by recv, admit or renew are shortened to it').optional(),

@@ -72,6 +72,7 @@ export const taskView = z
     attempts: z.number().int(),
     outcome: z.unknown(),
     failureReason: z.string().nullable(),
+    tombstoned: z.boolean().describe('True once the task is past its retention window after finishing: input and outcome are cleared (null), state and failureReason stay'),
     subscribers: z.array(subscriberView),
     createdAt: timestamp,
     updatedAt: timestamp,

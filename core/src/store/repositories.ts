@@ -2,6 +2,7 @@ import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionReposit
 import type { BarrierRepository } from '../barriers/repository';
 import type { BudgetEntryRepository, BudgetRepository, ReservationRepository } from '../budgets/repository';
 import type { DeliveryAttemptRepository, DestinationRepository } from '../destinations/repository';
+import type { DiagnosticsRepository } from '../diagnostics/repository';
 import type { EventRepository } from '../events/repository';
 import type { TaskGroupRepository } from '../groups/repository';
 import type { MailboxRepository, MessageRepository } from '../messages/repository';
@@ -9,6 +10,8 @@ import type { PoolRepository, WorkLimitRepository } from '../pools/repository';
 import type { TaskRepository } from '../tasks/repository';
 import type { ApiKeyRepository, OrgRepository, SpaceRepository } from '../tenancy/repository';
 import type { IdempotencyRepository } from './idempotency-repository';
+import type { RetentionRepository } from './retention-repository';
+import type { UsageRepository } from '../usage/repository';
 import type { SavepointRunner } from './savepoints';
 
 /**
@@ -31,6 +34,7 @@ export interface Repositories {
   barriers: BarrierRepository;
   events: EventRepository;
   idempotency: IdempotencyRepository;
+  retention: RetentionRepository;
   pools: PoolRepository;
   workLimits: WorkLimitRepository;
   mailboxes: MailboxRepository;
@@ -39,12 +43,15 @@ export interface Repositories {
   taskGroups: TaskGroupRepository;
   destinations: DestinationRepository;
   deliveryAttempts: DeliveryAttemptRepository;
+  diagnostics: DiagnosticsRepository;
+  usage: UsageRepository;
 }
 
 export type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from '../allowances/repository';
 export type { BarrierRepository } from '../barriers/repository';
 export type { BudgetEntryRepository, BudgetRepository, ReservationRepository } from '../budgets/repository';
 export type { DeliveryAttemptRepository, DestinationRepository } from '../destinations/repository';
+export type { DeliverySummary, DiagnosticsRepository, TaskSummary } from '../diagnostics/repository';
 export type { EventRepository } from '../events/repository';
 export type { TaskGroupRepository } from '../groups/repository';
 export type { MailboxRepository, MessageRepository } from '../messages/repository';
@@ -52,6 +59,8 @@ export type { CapacityRepository, PoolRepository, WorkLimitRepository } from '..
 export type { TaskRepository } from '../tasks/repository';
 export type { ApiKeyRepository, KeyWithTenant, OrgRepository, SpaceRepository } from '../tenancy/repository';
 export type { IdempotencyRecord, IdempotencyRepository } from './idempotency-repository';
+export type { RetentionRepository, RetentionSpace, SpaceCutoff } from './retention-repository';
+export type { OrgLoad, UsageRepository } from '../usage/repository';
 export type { LockOptions } from './lock-options';
 export type { Page } from './page';
 export type { SavepointRunner } from './savepoints';

@@ -36,6 +36,11 @@ export interface Task {
   messageId: string | null;
   /** The task group the task is a member of (at most one); null when none. */
   groupId: string | null;
+  /**
+   * Past its organization's retention window after finishing (decisions §9): input and outcome
+   * are cleared (null), state and failureReason stay. Set only by the retention sweep.
+   */
+  tombstoned: boolean;
   createdAt: number;
   updatedAt: number;
 }

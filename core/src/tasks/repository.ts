@@ -1,6 +1,7 @@
 import type { JournalEvent } from '../events/model';
 import type { Task, TaskListPosition, TaskMove, TaskState, TaskSubscriber } from './model';
 import type { LockOptions } from '../store/lock-options';
+import type { SpaceCutoff } from '../store/retention-repository';
 
 /** Tasks and their subscribers (core/src/tasks). */
 export interface TaskRepository {
@@ -39,6 +40,14 @@ export interface TaskRepository {
    * order). Rows another transaction holds are skipped (SKIP LOCKED): the sweep never waits.
    */
   claimDeadlinePassed(nowMs: number, limit: number): Promise<Task[]>;
+  /**
+   * Retention (decisions §9): tombstones up to `limit` finished tasks of the given spaces that
+   * finished (were last updated) at or before their space's cutoff and are not tombstoned yet:
+   * input and outcome cleared, state and failureReason kept. Says how many. PENDING and RUNNING
+   * tasks are never touched. Rows another transaction holds are skipped (SKIP LOCKED), so sweeps
+   * on several servers never wait on each other or on a request.
+   */
+  tombstoneFinished(cutoffs: readonly SpaceCutoff[], limit: number): Promise<number>;
   /** False, writing nothing, when the subscriber is already subscribed. */
   addSubscriber(subscriber: TaskSubscriber): Promise<boolean>;
   /** False when the subscriber was not subscribed. */

@@ -15,4 +15,5 @@ export function assertTask(t: Task): void {
   assert(t.requirements.pools.length <= maxPoolRequirements && t.requirements.quotas.length <= maxQuotaRequirements, `task ${t.id}: too many requirements`);
   if (t.state === 'SUCCEEDED') assert(t.failureReason === null, `task ${t.id}: SUCCEEDED with a failureReason`);
   if (!isTerminalTask(t.state)) assert(t.failureReason === null && t.outcome === null, `task ${t.id}: ${t.state} with an outcome or failureReason`);
+  if (t.tombstoned) assert(isTerminalTask(t.state) && t.input === null && t.outcome === null, `task ${t.id}: tombstoned while ${t.state} or with input or outcome`);
 }

@@ -156,6 +156,7 @@ export async function createTask(ctx: OpContext, target: SendTarget, fields: New
     failureReason: null,
     messageId: ctx.random.uuid(),
     groupId: null,
+    tombstoned: false,
     createdAt: ctx.nowMs,
     updatedAt: ctx.nowMs,
   };

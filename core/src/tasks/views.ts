@@ -17,6 +17,7 @@ export function taskView(t: Task, subscribers: readonly TaskSubscriber[]): TaskV
     attempts: t.attempts,
     outcome: t.outcome,
     failureReason: t.failureReason,
+    tombstoned: t.tombstoned,
     subscribers: subscribers.map((s) => ({ subscriberId: s.subscriberId, scopeId: s.scopeId, joinedAt: isoFromMs(s.joinedAt) })),
     createdAt: isoFromMs(t.createdAt),
     updatedAt: isoFromMs(t.updatedAt),

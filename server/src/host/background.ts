@@ -1,6 +1,7 @@
 import { allowances, budgets, deliveries, groups, type Clock, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { replayWindowMs } from '../http/operation';
+import { RetentionSweep } from './retention';
 
 /** Rows one sweep transaction handles; a full batch means more are due, so the sweep goes on. */
 const batchSize = 100;
@@ -16,12 +17,14 @@ const purgeBatchesPerPass = 20;
  * Time-based work, decided from the injected clock: the overdue-reservation sweep and the
  * allowance grant sweep (lines moved by a window roll, a cooldown's end or a waiter's expiry),
  * message lease expiry, task and task group deadlines, and retention: idempotency records past
- * the replay window.
+ * the replay window, and tasks, messages, journal events and webhook delivery audit past theirs
+ * (retention.ts).
  * Safe on any number of servers at once: each batch is claimed with SKIP LOCKED.
  */
 export class BackgroundWork {
   private cancel: (() => void) | undefined;
   private stopped = true;
+  private readonly retention: RetentionSweep;
 
   constructor(
     private readonly store: Store,
@@ -30,7 +33,9 @@ export class BackgroundWork {
     /** Ids of what a sweep writes (the void entry of an expired admission's reservation). */
     private readonly random: Random,
     private readonly intervalMs = 1_000,
-  ) {}
+  ) {
+    this.retention = new RetentionSweep(store, clock);
+  }
 
   start(): void {
     this.stopped = false;
@@ -53,6 +58,7 @@ export class BackgroundWork {
     // Task groups whose deadline passed undecided decide FAILED DEADLINE_EXCEEDED; live members are cancelled.
     await this.untilDone((nowMs) => this.store.transaction((tx) => groups.expireDeadlines(tx, nowMs, batchSize, this.random)));
     await this.purgeIdempotency();
+    await this.retention.pass();
   }
 
   /** Idempotency records that can no longer be replayed (older than 24 h); the replay check ignores them already. */

@@ -13,6 +13,8 @@ import { CredentialCache } from '../http/credential-cache';
 import { noTelemetry } from '../http/telemetry';
 import { BatonMetrics } from '../metrics/baton-metrics';
 import type { CensusOptions } from '../metrics/census-sampler';
+import { Limits } from '../limits/limits';
+import { defaultSyncIntervalMs, LimitsSync } from '../limits/limits-sync';
 
 export interface Baton {
   app: FastifyInstance;
@@ -20,6 +22,11 @@ export interface Baton {
   background: BackgroundWork;
   /** Webhook delivery (server/src/webhooks/dispatcher.ts): main.ts starts its timer; runDueWork runs it once. */
   webhooks: WebhookDispatcher;
+  /**
+   * Publishes this server's request counts and operations and reads the other servers' (decisions
+   * §9): main.ts starts its timer; runDueWork runs it once; drainAndClose runs it a last time.
+   */
+  limitsSync: LimitsSync;
   devCredentials: DevCredentials | undefined;
   /** Set with a metrics token: the registry behind GET /metrics and its census sampler (sampleNow, for tests). */
   metrics: BatonMetrics | undefined;
@@ -50,6 +57,8 @@ export interface BatonOptions {
   metricsCensus?: Partial<CensusOptions>;
   /** Webhooks: BATON_SECRET_KEY, BATON_WEBHOOK_ALLOW_PRIVATE, and (tests) shorter timeouts or schedules. */
   webhooks?: Partial<DispatcherOptions>;
+  /** How often the limits sync runs once started (limits-sync.ts); tests shorten it. */
+  limitsSyncIntervalMs?: number;
 }
 
 /** How long a drain lets in-flight requests finish before it closes their connections. */
@@ -70,6 +79,9 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
   const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs);
   const webhookOptions: DispatcherOptions = { secretKey: undefined, allowPrivate: false, ...defaultDispatcherOptions, observer: metrics?.webhooks, ...options.webhooks };
   const webhooks = new WebhookDispatcher(store, options.clock, random, options.logger, webhookOptions, notifier);
+  const limits = new Limits();
+  // A server's id only tells its request counts apart from the other servers'; a restart is a new server.
+  const limitsSync = new LimitsSync(store, options.clock, random.uuid(), limits.rate, limits.ledger, options.logger, options.limitsSyncIntervalMs ?? defaultSyncIntervalMs);
   const credentials = new CredentialCache(options.clock);
   const unfollow = credentials.follow(notifier);
   const deps: AppDeps = {
@@ -84,7 +96,9 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     runDueWork: async () => {
       await background.runDue();
       await webhooks.runDue();
+      await limitsSync.sync();
     },
+    limits,
     webhooks: { secretKey: webhookOptions.secretKey, allowPrivate: webhookOptions.allowPrivate },
     telemetry: metrics?.telemetry ?? noTelemetry,
     metrics,
@@ -110,10 +124,12 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
       await inFlight.idle(drainDeadlineMs);
       app.server.closeAllConnections();
       await closed;
+      // After the last request: every operation it counted reaches the store.
+      await limitsSync.stop().catch((err: unknown) => options.logger?.error({ err }, 'last limits sync failed; up to one interval of operations is not counted'));
       await censusStopped;
       await webhooksStopped;
     })());
-  return { app, deps, background, webhooks, devCredentials, metrics, drainAndClose };
+  return { app, deps, background, webhooks, limitsSync, devCredentials, metrics, drainAndClose };
 }
 
 export function clockFor(config: Pick<Config, 'clock' | 'clockStartMs'>): Clock {

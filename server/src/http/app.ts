@@ -22,7 +22,10 @@ import { batchRoutes } from './routes/batches';
 import { limitRoutes } from './routes/limits';
 import { poolRoutes } from './routes/pools';
 import { destinationRoutes } from './routes/destinations';
+import { diagnosticRoutes } from './routes/diagnostics';
 import { spaceScope } from './space-scope';
+import { installLimits } from './limit-hooks';
+import { usageRoutes } from './routes/usage';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -71,6 +74,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
   await app.register(
     async (v1) => {
       spaceScope(v1, deps);
+      installLimits(v1, deps);
       await v1.register(budgetRoutes(deps));
       await v1.register(barrierRoutes(deps));
       await v1.register(poolRoutes(deps));
@@ -84,6 +88,8 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
       await v1.register(eventRoutes(deps));
       await v1.register(watchRoutes(deps));
       await v1.register(destinationRoutes(deps));
+      await v1.register(diagnosticRoutes(deps));
+      await v1.register(usageRoutes(deps));
     },
     { prefix: '/v1/spaces/:spaceId' },
   );

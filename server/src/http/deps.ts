@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type { Clock, ManualClock, Notifier, Random, Store } from '@baton/core';
 import type { CredentialCache } from './credential-cache';
 import type { MetricsEndpoint, Telemetry } from './telemetry';
+import type { Limits } from '../limits/limits';
 
 /** Draining state shared by readiness and (later) every long poll. */
 export interface Drain {
@@ -30,6 +31,8 @@ export interface AppDeps {
   telemetry: Telemetry;
   /** Webhook settings the routes need: no key refuses destination creation; allowPrivate relaxes the URL check. */
   webhooks: { secretKey: Buffer | undefined; allowPrivate: boolean };
+  /** Request rates, operations and plan limits, decided in memory (server/src/limits/). */
+  limits: Limits;
   /** GET /metrics; unset (that route answers 404) without BATON_METRICS_TOKEN. */
   metrics?: MetricsEndpoint;
 }

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, retryAfterSeconds, type ErrorBody } from './error-handler';
 import { errorTable } from './error-status';
 import type { AppDeps } from './deps';
+import { recordCall } from './limit-hooks';
 
 /** decisions §4: replies are replayable for 24 hours. */
 export const replayWindowMs = 24 * 60 * 60 * 1000;
@@ -25,7 +26,7 @@ export interface Outcome extends OperationResult {
  * Runs one state-changing operation of a space in one transaction, with idempotency
  * (decisions §4). The operation's reply is stored in the same transaction as its effect; a
  * business error rolls the effect back and its reply is stored in a transaction of its own,
- * so the happy path pays nothing extra. Later, metering and per-request limits hook in here:
+ * so the happy path pays nothing extra. Operations are metered here (limit-hooks.ts recordCall):
  * this is the one place that knows an operation really ran (not a replay).
  */
 export async function runOperation(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, required: boolean, operation: Operation): Promise<FastifyReply> {
@@ -69,10 +70,12 @@ export async function attemptOperation(
       if (key !== undefined && keep(result)) await tx.idempotency.put({ spaceId, key, fingerprint, statusCode: result.statusCode, body: result.body, createdAt: nowMs });
       return { ...result, replayed: false };
     });
+    // Counted once committed, and only here: replays and failures are not operations (spec, Operations).
+    recordCall(deps, request, outcome);
   } catch (error) {
     if (error instanceof Replay) return error.outcome;
     if (!(error instanceof BatonError) || !errorTable[error.code].stored || key === undefined) throw error;
-    outcome = await storeErrorReply(deps, spaceId, key, fingerprint, nowMs, error);
+    outcome = await storeErrorReply(deps, spaceId, key, fingerprint, nowMs, error, request.id);
   }
   return outcome;
 }
@@ -84,15 +87,18 @@ class Replay extends Error {
   }
 }
 
-async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fingerprint: string, nowMs: number, error: BatonError): Promise<Outcome> {
+/**
+ * Stores a business error's reply whole, requestId included: a replay answers the first reply
+ * byte for byte (issue 16), and sendOutcome makes its X-Request-Id that same id (decisions §3).
+ */
+async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fingerprint: string, nowMs: number, error: BatonError, requestId: string): Promise<Outcome> {
   const statusCode = errorTable[error.code].status;
-  // The request id is not stored: a replay carries the replaying request's own id (decisions §3).
-  const { requestId: _omitted, ...stored } = errorBody(error, '').error;
+  const body = errorBody(error, requestId);
   return deps.store.transaction(async (tx) => {
     const replay = await claimKey(tx, spaceId, key, fingerprint, nowMs);
     if (replay) return replay;
-    await tx.idempotency.put({ spaceId, key, fingerprint, statusCode, body: { error: stored }, createdAt: nowMs });
-    return { statusCode, body: { error: stored }, replayed: false, retryAfterMs: error.retryAfterMs };
+    await tx.idempotency.put({ spaceId, key, fingerprint, statusCode, body, createdAt: nowMs });
+    return { statusCode, body, replayed: false, retryAfterMs: error.retryAfterMs };
   });
 }
 
@@ -117,8 +123,12 @@ export function sendOutcome(reply: FastifyReply, outcome: Outcome): FastifyReply
   if (outcome.replayed) reply.header('Idempotent-Replayed', 'true');
   if (outcome.statusCode === 429) reply.header('Retry-After', retryAfterSeconds(outcome.retryAfterMs));
   const body = outcome.body as Partial<ErrorBody>;
-  if (body?.error) return reply.code(outcome.statusCode).send({ error: { ...body.error, requestId: reply.request.id } });
-  return reply.code(outcome.statusCode).send(outcome.body);
+  if (!body?.error) return reply.code(outcome.statusCode).send(outcome.body);
+  // A replayed error names the request that first got it, in the body and in X-Request-Id alike.
+  // Records stored before requestIds were kept have none: they take the replaying request's.
+  const requestId = body.error.requestId || reply.request.id;
+  reply.header('X-Request-Id', requestId);
+  return reply.code(outcome.statusCode).send({ error: { ...body.error, requestId } });
 }
 
 function idempotencyKey(request: FastifyRequest, required: boolean): string | undefined {

@@ -26,10 +26,14 @@ export interface WatchRequest {
 export function watchPoll(deps: AppDeps, request: WatchRequest): Promise<WatchPage> {
   const { spaceId, filter, limit } = request;
   let cursor = request.cursor;
+  // A hold reads several times; the page answered is the last read's, but the client's cursor
+  // was judged by the first: a truncation found by any read stays on the answer (decisions §9).
+  let truncated = false;
   const read = async (): Promise<WatchPage> => {
     const page = await deps.store.read((tx) => readWatchPage(tx, spaceId, cursor, filter, limit));
     cursor = page.nextCursor;
-    return page;
+    truncated ||= page.truncated;
+    return { ...page, truncated };
   };
   const firstTopics = watchTopicsOf(spaceId, filter, filter.scopeId === null ? null : new Set([filter.scopeId]));
   return longPollOn(

@@ -84,6 +84,11 @@ export function memoryDestinations(log: () => (() => void)[] | undefined): { des
           .sort(byRecentFirst)
           .slice(0, limit)
           .map((a) => structuredClone(a)),
+      purgeUntil: async (cutoffMs, limit) => {
+        const due = [...attempts.scan()].filter((a) => a.attemptedAt <= cutoffMs).slice(0, limit);
+        for (const a of due) attempts.delete(key(a.spaceId, a.id));
+        return due.length;
+      },
     },
   };
 }

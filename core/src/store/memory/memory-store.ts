@@ -11,6 +11,9 @@ import { memoryMessages } from './messages';
 import { memoryTasks } from './tasks';
 import { memoryGroups } from './groups';
 import { memoryDestinations } from './destinations';
+import { memoryDiagnostics } from './diagnostics';
+import { memoryUsage } from './usage';
+import type { OrgLoad } from '../../usage/repository';
 import type { ApiKey, Org, Space } from '../../tenancy/model';
 import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
 import type { Store, Tx } from '../store';
@@ -38,6 +41,8 @@ export class MemoryStore implements Store {
   private readonly entries = new MemoryTable<BudgetEntry>(this.log);
   private readonly events = new MemoryTable<JournalEvent>(this.log);
   private readonly idempotency = new MemoryTable<IdempotencyRecord>(this.log);
+  /** Per space, the eventId of the newest event retention deleted (EventRepository.purgedThrough). */
+  private readonly journalStarts = new MemoryTable<string>(this.log);
   private readonly allowanceTables = {
     allowances: new MemoryTable<Allowance>(this.log),
     waiters: new MemoryTable<AllowanceWaiter>(this.log),
@@ -126,13 +131,35 @@ export class MemoryStore implements Store {
       async (spaceId, messageId) => (await messageRepositories.messages.get(spaceId, messageId))?.taskId,
     );
     const { taskGroups, scopeSubtree } = memoryGroups(this.log, tasks);
-    const messageRepositories = memoryMessages(this.log, scopeSubtree, (spaceId, id, move) => tasks.moveLive(spaceId, id, move));
+    const { liveBySpace, ...messageRepositories } = memoryMessages(this.log, scopeSubtree, (spaceId, id, move) => tasks.moveLive(spaceId, id, move));
+    const loadOf = (orgIds: readonly string[]): Map<string, OrgLoad> => {
+      const loads = new Map<string, OrgLoad>();
+      const orgOf = (spaceId: string): string | undefined => {
+        const orgId = spaces.get(spaceId)?.orgId;
+        return orgId !== undefined && orgIds.includes(orgId) ? orgId : undefined;
+      };
+      const add = (orgId: string, activeTasks: number, liveLeases: number): void => {
+        const load = loads.get(orgId) ?? { activeTasks: 0, liveLeases: 0 };
+        loads.set(orgId, { activeTasks: load.activeTasks + activeTasks, liveLeases: load.liveLeases + liveLeases });
+      };
+      for (const [spaceId, live] of liveBySpace()) {
+        const orgId = orgOf(spaceId);
+        if (orgId !== undefined) add(orgId, live.deliveries, live.claimed);
+      }
+      for (const pool of this.poolTables.pools.scan()) {
+        const orgId = orgOf(pool.spaceId);
+        if (orgId !== undefined && pool.inUse > 0) add(orgId, 0, pool.inUse);
+      }
+      return loads;
+    };
     return {
       savepoints: { attempt: (work) => this.attemptInSavepoint(work) },
       ...memoryAllowances(this.allowanceTables),
       ...memoryPools(this.poolTables),
       barriers: memoryBarriers(this.log),
       ...memoryDestinations(this.log),
+      diagnostics: memoryDiagnostics(() => this.repositories, { waiters: this.allowanceTables.waiters, events: () => this.events.scan() }),
+      usage: memoryUsage(this.log, loadOf),
       ...messageRepositories,
       tasks,
       taskGroups,
@@ -229,6 +256,34 @@ export class MemoryStore implements Store {
         },
         // Ids are global and commits run one at a time: the newest id is past every event of every space.
         tail: async () => String(this.lastEventId),
+        purgeBefore: async (cutoffs, limit) => {
+          const cutoffOf = new Map(cutoffs.map((c) => [c.spaceId, c.cutoffMs]));
+          const due = [...events.scan()]
+            .filter((e) => {
+              const cutoffMs = cutoffOf.get(e.spaceId);
+              return cutoffMs !== undefined && e.occurredAt <= cutoffMs;
+            })
+            .sort((a, b) => Number(a.eventId) - Number(b.eventId))
+            .slice(0, limit);
+          for (const e of due) {
+            events.delete(e.eventId);
+            if (Number(e.eventId) > Number(this.journalStarts.get(e.spaceId) ?? '0')) this.journalStarts.set(e.spaceId, e.eventId);
+          }
+          return due.length;
+        },
+        purgedThrough: async (spaceId) => this.journalStarts.get(spaceId) ?? '0',
+      },
+      retention: {
+        spacesAfter: async (afterSpaceId, limit) =>
+          [...spaces.scan()]
+            .filter((s) => afterSpaceId === null || s.id > afterSpaceId)
+            .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+            .slice(0, limit)
+            .map((s) => {
+              const org = orgs.get(s.orgId);
+              assert(org, `space ${s.id} of missing organization ${s.orgId}`);
+              return { spaceId: s.id, org: { plan: org.plan, limits: structuredClone(org.limits) } };
+            }),
       },
       idempotency: {
         tryLock: async () => true,

@@ -1,5 +1,5 @@
 import { assert } from '../../assert';
-import type { Candidate, ClaimRequest, LiveCounts, Mailbox, MailboxCensus, Message } from '../../messages/model';
+import { finishedMessageStates, type Candidate, type ClaimRequest, type LiveCounts, type Mailbox, type MailboxCensus, type Message } from '../../messages/model';
 import { assertMessage, claim } from '../../messages/rules';
 import type { MailboxRepository, MessageRepository } from '../../messages/repository';
 import { plantedBugs } from '../../planted-bugs';
@@ -15,11 +15,17 @@ const bySeq = (a: Message, b: Message): number => a.seq - b.seq;
  * Mailboxes and messages in memory. Transactions run one at a time, so a lock is a no-op and a
  * claim is a scan, the core rule and a write: the SQL store does the same in one UPDATE.
  */
+/** A space's live messages: task deliveries among them, and those CLAIMED. */
+export interface LiveMessages {
+  deliveries: number;
+  claimed: number;
+}
+
 export function memoryMessages(
   undoLog: () => (() => void)[] | undefined,
   scopeSubtree: (spaceId: string, scopeId: string) => string[],
   moveTask: TaskRepository['moveLive'],
-): { mailboxes: MailboxRepository; messages: MessageRepository } {
+): { mailboxes: MailboxRepository; messages: MessageRepository; liveBySpace: () => Map<string, LiveMessages> } {
   const mailboxes = new MemoryTable<Mailbox>(undoLog);
   const messages = new MemoryTable<Message>(undoLog);
   // Like a SQL sequence: never rolled back, so a failed transaction leaves a gap, never a reuse.
@@ -61,6 +67,18 @@ export function memoryMessages(
     const byKey = (a: MailboxCensus, b: MailboxCensus): number => (key(a.spaceId, a.mailboxId) < key(b.spaceId, b.mailboxId) ? -1 : 1);
     return [...counted.values()].sort((a, b) => live(b) - live(a) || b.dead - a.dead || byKey(a, b)).slice(0, limit);
   };
+  /** READY or CLAIMED messages per space: what the usage repository's load counts (memory/usage.ts). */
+  const liveBySpace = (): Map<string, LiveMessages> => {
+    const bySpace = new Map<string, LiveMessages>();
+    for (const m of messages.scan()) {
+      if (m.state !== 'READY' && m.state !== 'CLAIMED') continue;
+      const live = bySpace.get(m.spaceId) ?? { deliveries: 0, claimed: 0 };
+      if (m.taskId !== null) live.deliveries++;
+      if (m.state === 'CLAIMED') live.claimed++;
+      bySpace.set(m.spaceId, live);
+    }
+    return bySpace;
+  };
   /** An unlessGated claim finds nothing when a gate scope lies below its scope. */
   const gated = (c: Pick<ClaimRequest, 'spaceId' | 'scopeIds' | 'unlessGated'>): boolean => {
     if (c.unlessGated !== true) return false;
@@ -69,6 +87,7 @@ export function memoryMessages(
   };
 
   return {
+    liveBySpace,
     mailboxes: {
       insert: async (m) => {
         if (findMailbox(m.spaceId, m.name)) return false;
@@ -157,6 +176,18 @@ export function memoryMessages(
           .slice(0, limit)
           .map((m) => structuredClone(m)),
       census: async (limit) => census(limit),
+      purgeFinished: async (cutoffs, limit) => {
+        const cutoffOf = new Map(cutoffs.map((c) => [c.spaceId, c.cutoffMs]));
+        const due = [...messages.scan()]
+          .filter((m) => {
+            const cutoffMs = cutoffOf.get(m.spaceId);
+            return cutoffMs !== undefined && finishedMessageStates.includes(m.state) && m.updatedAt <= cutoffMs;
+          })
+          .sort((a, b) => a.updatedAt - b.updatedAt || bySeq(a, b))
+          .slice(0, limit);
+        for (const m of due) messages.delete(key(m.spaceId, m.id));
+        return due.length;
+      },
     },
   };
 }

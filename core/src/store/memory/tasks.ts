@@ -79,6 +79,20 @@ export function memoryTasks(
           .sort((a, b) => a.deadline! - b.deadline! || byCreated(a, b))
           .slice(0, limit)
           .map((t) => structuredClone(t)),
+      tombstoneFinished: async (cutoffs, limit) => {
+        const cutoffOf = new Map(cutoffs.map((c) => [c.spaceId, c.cutoffMs]));
+        const isDue = (t: Task): boolean => {
+          const cutoffMs = cutoffOf.get(t.spaceId);
+          return cutoffMs !== undefined && !t.tombstoned && isTerminalTask(t.state) && t.updatedAt <= cutoffMs;
+        };
+        const due = select(isDue).slice(0, limit);
+        for (const t of due) {
+          const tombstone: Task = { ...t, input: null, outcome: null, tombstoned: true };
+          assertTask(tombstone);
+          tasks.set(key(t.spaceId, t.id), tombstone);
+        }
+        return due.length;
+      },
       addSubscriber: async (s) => {
         const k = subKey(s.spaceId, s.taskId, s.subscriberId);
         if (subscribers.has(k)) return false;

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
 import { errorTable } from '../error-status';
+import { errorBody } from '../error-handler';
 import { pollClaim } from '../claim-poll';
 import { attemptOperation, sendOutcome, type Outcome } from '../operation';
 import { errorReplies } from './schema-helpers';
@@ -60,8 +61,8 @@ export function batchRoutes(deps: AppDeps) {
     });
 
     /** An item batch: one operation whose reply is 200 with each item's status and body. `required`: the single route's Idempotency-Key rule. */
-    const runBatch = async (request: FastifyRequest, reply: FastifyReply, required: boolean, apply: (ctx: OpContext) => Promise<ItemReply[]>) =>
-      sendItems(reply, await attemptOperation(deps, request, required, async (ctx) => ({ statusCode: 200, body: { items: await apply(ctx) } })));
+    const runBatch = async (request: FastifyRequest, reply: FastifyReply, required: boolean, apply: (ctx: OpContext, requestId: string) => Promise<ItemReply[]>) =>
+      sendItems(reply, await attemptOperation(deps, request, required, async (ctx) => ({ statusCode: 200, body: { items: await apply(ctx, request.id) } })));
 
     app.post('/tasks/submit-batch', {
       config: write,
@@ -74,7 +75,7 @@ export function batchRoutes(deps: AppDeps) {
         body: schemas.submitBatchBody,
         response: { 200: schemas.submitBatchReply, ...errorReplies(409, 413, 422) },
       },
-    }, async (request, reply) => runBatch(request, reply, true, async (ctx) => createdReplies(await taskBatches.submitMany(ctx, request.body.tasks), (submitted) => submitted.reply)));
+    }, async (request, reply) => runBatch(request, reply, true, async (ctx, requestId) => createdReplies(await taskBatches.submitMany(ctx, request.body.tasks), (submitted) => submitted.reply, requestId)));
 
     app.post('/mailboxes/:id/messages/send-batch', {
       config: write,
@@ -87,7 +88,7 @@ export function batchRoutes(deps: AppDeps) {
         body: schemas.sendBatchBody,
         response: { 200: schemas.sendBatchReply, ...errorReplies(409, 413, 422) },
       },
-    }, async (request, reply) => runBatch(request, reply, true, async (ctx) => createdReplies(await messageBatches.sendMany(ctx, request.params.id, request.body.messages), (sent) => sent.view)));
+    }, async (request, reply) => runBatch(request, reply, true, async (ctx, requestId) => createdReplies(await messageBatches.sendMany(ctx, request.params.id, request.body.messages), (sent) => sent.view, requestId)));
 
     const deliveryBatch = (single: string) => ({
       tags: ['mailboxes', 'batches'],
@@ -99,48 +100,51 @@ export function batchRoutes(deps: AppDeps) {
     app.post('/messages/complete-batch', {
       config: write,
       schema: { ...deliveryBatch('complete'), body: schemas.completeBatchBody, response: { 200: schemas.completeBatchReply, ...errorReplies(409, 413, 422) } },
-    }, async (request, reply) => runBatch(request, reply, false, async (ctx) => itemReplies(request.body.items, await deliveryBatches.completeMany(ctx, request.body.items))));
+    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => itemReplies(request.body.items, await deliveryBatches.completeMany(ctx, request.body.items), requestId)));
 
     app.post('/messages/nack-batch', {
       config: write,
       schema: { ...deliveryBatch('nack'), body: schemas.nackBatchBody, response: { 200: schemas.nackBatchReply, ...errorReplies(409, 422) } },
-    }, async (request, reply) => runBatch(request, reply, false, async (ctx) => itemReplies(request.body.items, await deliveryBatches.nackMany(ctx, request.body.items))));
+    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => itemReplies(request.body.items, await deliveryBatches.nackMany(ctx, request.body.items), requestId)));
 
     app.post('/messages/renew-batch', {
       config: write,
       schema: { ...deliveryBatch('renew'), body: schemas.renewBatchBody, response: { 200: schemas.renewBatchReply, ...errorReplies(409, 422) } },
-    }, async (request, reply) => runBatch(request, reply, false, async (ctx) => itemReplies(request.body.items, await deliveryBatches.renewMany(ctx, request.body.items))));
+    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => itemReplies(request.body.items, await deliveryBatches.renewMany(ctx, request.body.items), requestId)));
   };
 }
 
-/** One item of a batch's reply (delivery batches name their message). An error body is stored without a requestId: sendItems adds the replying request's. */
+/** One item of a batch's reply (delivery batches name their message). An error body names the request that ran the batch, as its single route's would (decisions §3). */
 interface ItemReply {
   messageId?: string;
   status: number;
   body: unknown;
 }
 
-function itemReplies<T>(items: readonly { messageId: string }[], outcomes: readonly ItemOutcome<T>[]): ItemReply[] {
-  return outcomes.map((outcome, i) => ({ messageId: items[i]!.messageId, ...(outcome.ok ? { status: 200, body: outcome.value } : itemError(outcome.error)) }));
+function itemReplies<T>(items: readonly { messageId: string }[], outcomes: readonly ItemOutcome<T>[], requestId: string): ItemReply[] {
+  return outcomes.map((outcome, i) => ({ messageId: items[i]!.messageId, ...(outcome.ok ? { status: 200, body: outcome.value } : itemError(outcome.error, requestId)) }));
 }
 
 /** A submit- or send-batch's items: 201 created or 200 (joined, or the workKey's message), with `bodyOf` the single route's reply. */
-function createdReplies<T extends { created: boolean }>(outcomes: readonly ItemOutcome<T>[], bodyOf: (value: T) => unknown): ItemReply[] {
-  return outcomes.map((outcome) => (outcome.ok ? { status: outcome.value.created ? 201 : 200, body: bodyOf(outcome.value) } : itemError(outcome.error)));
+function createdReplies<T extends { created: boolean }>(outcomes: readonly ItemOutcome<T>[], bodyOf: (value: T) => unknown, requestId: string): ItemReply[] {
+  return outcomes.map((outcome) => (outcome.ok ? { status: outcome.value.created ? 201 : 200, body: bodyOf(outcome.value) } : itemError(outcome.error, requestId)));
 }
 
-function itemError(error: BatonError): { status: number; body: unknown } {
-  return { status: errorTable[error.code].status, body: { error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } } };
+function itemError(error: BatonError, requestId: string): { status: number; body: unknown } {
+  return { status: errorTable[error.code].status, body: errorBody(error, requestId) };
 }
 
-/** sendOutcome, with each failed item's error naming this request, as its single route's reply would (decisions §3). */
+/**
+ * sendOutcome; a batch stored before its items' errors kept their requestId (it is kept now, so a
+ * replay is the first reply byte for byte) has the replaying request's filled in.
+ */
 function sendItems(reply: FastifyReply, outcome: Outcome): FastifyReply {
   const body = outcome.body as { items?: ItemReply[] } | undefined;
   if (outcome.statusCode !== 200 || !body?.items) return sendOutcome(reply, outcome);
   const requestId = reply.request.id;
   const items = body.items.map((item) => {
-    const failed = item.body as { error?: object };
-    return failed?.error ? { ...item, body: { error: { ...failed.error, requestId } } } : item;
+    const failed = item.body as { error?: { requestId?: string } };
+    return failed?.error && !failed.error.requestId ? { ...item, body: { error: { ...failed.error, requestId } } } : item;
   });
   return sendOutcome(reply, { ...outcome, body: { items } });
 }

@@ -36,7 +36,7 @@ export function watchRoutes(deps: AppDeps) {
         const page = await watchPoll(deps, {
           spaceId: request.principal!.space.id, filter, cursor: query.cursor, limit: query.limit, waitMs: query.waitSeconds * 1000, signal: left.signal,
         });
-        return { items: page.items, nextCursor: page.nextCursor };
+        return { items: page.items, nextCursor: page.nextCursor, ...(page.truncated ? { truncated: true as const } : {}) };
       } finally {
         reply.raw.off('close', onClose);
       }

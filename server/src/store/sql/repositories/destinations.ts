@@ -190,5 +190,15 @@ export function sqlDeliveryAttempts(q: SqlQueryable): DeliveryAttemptRepository 
       );
       return rows.map(toAttempt);
     },
+    async purgeUntil(cutoffMs, limit) {
+      // The BRIN index on attempted_at (migration 020) finds the old block ranges across spaces.
+      const rows = await q.query<{ one: unknown }>(
+        `DELETE FROM webhook_delivery_attempts WHERE (space_id, id) IN (
+           SELECT space_id, id FROM webhook_delivery_attempts WHERE attempted_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING 1 AS one`,
+        [timeParam(cutoffMs), limit],
+      );
+      return rows.length;
+    },
   };
 }

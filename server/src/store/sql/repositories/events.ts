@@ -1,5 +1,5 @@
 import { validationFailed, type EventRepository, type JournalEvent, type NewEvent } from '@baton/core';
-import { fromJson, jsonParam, timeParam, toBigint, toMs, toText, toTextOrNull } from '../codec';
+import { fromJson, jsonParam, timeParam, toBigint, toInt, toMs, toText, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
 import { coalescedWrite, type Coalescible } from '../coalesced-writes';
 
@@ -156,6 +156,45 @@ export function sqlEvents(q: SqlQueryable): EventRepository {
       const [row] = await q.query<{ xid: unknown; event_id: unknown }>(
         `SELECT tx::text AS xid, event_id FROM events WHERE space_id = $1 AND tx <= pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY tx DESC, event_id DESC LIMIT 1`,
+        [spaceId],
+      );
+      return row ? encodePosition(toBigint(row.xid), toBigint(row.event_id)) : '0';
+    },
+    async purgeBefore(cutoffs, limit) {
+      if (cutoffs.length === 0) return 0;
+      // No index of its own: each space's oldest events lead its primary key (space_id, tx,
+      // event_id), so the sweep walks from the journal's start and deletes a prefix of it. A
+      // space is visited only when its first event is due (one index probe), and then at most
+      // `limit` rows are read, so a space with nothing due costs one probe, never a scan of its
+      // journal. journal_starts is raised to the newest position deleted, in the same statement.
+      const [row] = await q.query<{ n: unknown }>(
+        `WITH due AS (
+           SELECT d.space_id, d.tx, d.event_id FROM unnest($1::text[], $2::timestamptz[]) AS c(space_id, cutoff)
+           CROSS JOIN LATERAL (
+             SELECT space_id, tx, event_id, occurred_at FROM events WHERE space_id = c.space_id
+             ORDER BY tx, event_id LIMIT $3 FOR UPDATE SKIP LOCKED) d
+           WHERE (SELECT h.occurred_at FROM events h WHERE h.space_id = c.space_id ORDER BY h.tx, h.event_id LIMIT 1) <= c.cutoff
+             AND d.occurred_at <= c.cutoff
+           LIMIT $3
+         ), gone AS (
+           DELETE FROM events e USING due WHERE e.space_id = due.space_id AND e.tx = due.tx AND e.event_id = due.event_id
+           RETURNING e.space_id, e.tx, e.event_id
+         ), marked AS (
+           INSERT INTO journal_starts (space_id, purged_through_tx, purged_through_event_id)
+           SELECT DISTINCT ON (space_id) space_id, tx, event_id FROM gone ORDER BY space_id, tx DESC, event_id DESC
+           ON CONFLICT (space_id) DO UPDATE
+             SET purged_through_tx = EXCLUDED.purged_through_tx, purged_through_event_id = EXCLUDED.purged_through_event_id
+             WHERE (EXCLUDED.purged_through_tx, EXCLUDED.purged_through_event_id) > (journal_starts.purged_through_tx, journal_starts.purged_through_event_id)
+           RETURNING 1
+         )
+         SELECT count(*) AS n FROM gone`,
+        [cutoffs.map((c) => c.spaceId), cutoffs.map((c) => timeParam(c.cutoffMs)), limit],
+      );
+      return toInt(row?.n);
+    },
+    async purgedThrough(spaceId) {
+      const [row] = await q.query<{ xid: unknown; event_id: unknown }>(
+        'SELECT purged_through_tx::text AS xid, purged_through_event_id AS event_id FROM journal_starts WHERE space_id = $1',
         [spaceId],
       );
       return row ? encodePosition(toBigint(row.xid), toBigint(row.event_id)) : '0';

@@ -6,6 +6,7 @@ import { sqlBarriers } from './barriers';
 import { sqlBudgetEntries } from './budget-entries';
 import { sqlBudgets } from './budgets';
 import { sqlDeliveryAttempts, sqlDestinations } from './destinations';
+import { sqlDiagnostics } from './diagnostics';
 import { sqlEvents } from './events';
 import { sqlIdempotency } from './idempotency';
 import { sqlMailboxes, sqlMessages } from './messages';
@@ -13,10 +14,12 @@ import { sqlOrgs } from './orgs';
 import { sqlPools } from './pools';
 import { sqlSavepoints } from './savepoints';
 import { sqlReservations } from './reservations';
+import { sqlRetention } from './retention';
 import { sqlSpaces } from './spaces';
 import { sqlTasks } from './tasks';
 import { sqlTaskGroups } from './groups';
 import { sqlWorkLimits } from './work-limits';
+import { sqlUsage } from './usage';
 
 /** The repositories over one connection or transaction. Cheap: plain closures, no state. */
 export function sqlRepositories(q: SqlQueryable): Repositories {
@@ -34,6 +37,7 @@ export function sqlRepositories(q: SqlQueryable): Repositories {
     barriers: sqlBarriers(q),
     events: sqlEvents(q),
     idempotency: sqlIdempotency(q),
+    retention: sqlRetention(q),
     pools: sqlPools(q),
     workLimits: sqlWorkLimits(q),
     mailboxes: sqlMailboxes(q),
@@ -42,5 +46,7 @@ export function sqlRepositories(q: SqlQueryable): Repositories {
     taskGroups: sqlTaskGroups(q),
     destinations: sqlDestinations(q),
     deliveryAttempts: sqlDeliveryAttempts(q),
+    diagnostics: sqlDiagnostics(q),
+    usage: sqlUsage(q),
   };
 }

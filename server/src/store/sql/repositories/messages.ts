@@ -426,5 +426,24 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
         oldestReadyAt: toMsOrNull(r.oldest_ready_at),
       }));
     },
+    async purgeFinished(cutoffs, limit) {
+      if (cutoffs.length === 0) return 0;
+      // Per space, one range of messages_finished (migration 020). The states are written out,
+      // not a parameter, so the planner can prove the partial index's predicate. No ORDER BY:
+      // any due rows will do, and the planner never reads and sorts a space's whole backlog.
+      const rows = await q.query(
+        `DELETE FROM messages m USING (
+           SELECT d.space_id, d.id FROM unnest($1::text[], $2::timestamptz[]) AS c(space_id, cutoff)
+           CROSS JOIN LATERAL (
+             SELECT space_id, id FROM messages
+             WHERE space_id = c.space_id AND state IN ('ACKED', 'DEAD', 'CANCELLED') AND updated_at <= c.cutoff
+             LIMIT $3 FOR UPDATE SKIP LOCKED) d
+           LIMIT $3) due
+         WHERE m.space_id = due.space_id AND m.id = due.id
+         RETURNING 1`,
+        [cutoffs.map((c) => c.spaceId), cutoffs.map((c) => timeParam(c.cutoffMs)), limit],
+      );
+      return rows.length;
+    },
   };
 }

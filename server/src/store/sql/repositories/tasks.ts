@@ -1,4 +1,4 @@
-import { assertTask, type JournalEvent, type Task, type TaskRepository, type TaskSubscriber } from '@baton/core';
+import { assert, assertTask, terminalTaskStates, type JournalEvent, type Task, type TaskRepository, type TaskSubscriber } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toBigint, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
@@ -8,8 +8,10 @@ import { encodePosition } from './events';
 
 type Row = Record<string, unknown>;
 
-export const taskColumns =
+/** What an insert writes; `tombstoned` is left to its default (false): only retention sets it. */
+const insertColumns =
   'space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input, requirements, work_limit, deadline, attempts, outcome, failure_reason, message_id, created_at, updated_at, group_id';
+export const taskColumns = `${insertColumns}, tombstoned`;
 
 export function toTask(r: Row): Task {
   const t: Task = {
@@ -29,6 +31,7 @@ export function toTask(r: Row): Task {
     failureReason: toTextOrNull(r.failure_reason),
     messageId: toTextOrNull(r.message_id),
     groupId: toTextOrNull(r.group_id),
+    tombstoned: r.tombstoned === true,
     createdAt: toMs(r.created_at),
     updatedAt: toMs(r.updated_at),
   };
@@ -63,7 +66,7 @@ const insertTasks: Coalescible<Task> = {
       const t = tasks[0]!;
       return {
         text: `WITH inserted AS (
-                 INSERT INTO tasks (${taskColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
+                 INSERT INTO tasks (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
                  ON CONFLICT (space_id, task_key) DO NOTHING RETURNING 1)
                SELECT baton_won(count(*) = 1, $19) FROM inserted`,
         params: [...taskInsertParams(t), `taskKey ${t.taskKey} is taken`],
@@ -71,7 +74,7 @@ const insertTasks: Coalescible<Task> = {
     }
     return {
       text: `WITH inserted AS (
-               INSERT INTO tasks (${taskColumns})
+               INSERT INTO tasks (${insertColumns})
                SELECT space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input::jsonb, requirements::jsonb, work_limit, deadline, attempts, outcome::jsonb,
                  failure_reason, message_id, created_at, updated_at, group_id
                FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[],
@@ -87,20 +90,24 @@ const insertTasks: Coalescible<Task> = {
 
 const taskStateParams = (t: Task) => [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt)];
 
-/** Task updates of a transaction as one guarded UPDATE (coalesced-writes.ts); one alone as before. */
+/**
+ * Task updates of a transaction as one guarded UPDATE (coalesced-writes.ts); one alone as before.
+ * An outcome is never written back onto a tombstoned row: a request that read a finished task
+ * before the retention sweep tombstoned it (a group adding it) must not restore what was cleared.
+ */
 const updateTasks: Coalescible<Task> = {
   key: 'tasks.update',
   statement(tasks) {
     if (tasks.length === 1) {
       const t = tasks[0]!;
       return guardedOne(
-        `UPDATE tasks SET state = $3, attempts = $4, outcome = $5::jsonb, failure_reason = $6, message_id = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING 1`,
+        `UPDATE tasks SET state = $3, attempts = $4, outcome = CASE WHEN tombstoned THEN NULL ELSE $5::jsonb END, failure_reason = $6, message_id = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING 1`,
         taskStateParams(t),
         `update of missing task ${t.id}`,
       );
     }
     return guardedMany(
-      `UPDATE tasks t SET state = v.state, attempts = v.attempts, outcome = v.outcome::jsonb, failure_reason = v.failure_reason, message_id = v.message_id, updated_at = v.updated_at
+      `UPDATE tasks t SET state = v.state, attempts = v.attempts, outcome = CASE WHEN t.tombstoned THEN NULL ELSE v.outcome::jsonb END, failure_reason = v.failure_reason, message_id = v.message_id, updated_at = v.updated_at
        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
          AS v(space_id, id, state, attempts, outcome, failure_reason, message_id, updated_at)
        WHERE t.space_id = v.space_id AND t.id = v.id RETURNING 1`,
@@ -114,6 +121,7 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
   return {
     async insert(t) {
       assertTask(t);
+      assert(!t.tombstoned, `task ${t.id}: inserted tombstoned`);
       // DO NOTHING on the taskKey only, and then baton_won: a submit that lost the key to a
       // concurrent one fails its transaction as raced (BT001), and runs again as a join.
       await coalescedWrite(q, insertTasks, t, `tasks/${t.spaceId}/${t.id}`);
@@ -181,6 +189,28 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
         [timeParam(nowMs), limit],
       );
       return rows.map(toTask);
+    },
+    async tombstoneFinished(cutoffs, limit) {
+      if (cutoffs.length === 0) return 0;
+      // Per space, the tasks_untombstoned range created_at <= cutoff (migration 020), then the
+      // finished test: a task finishes after it was created, so none due lies outside the range.
+      // updated_at is when a finished task finished (it never moves again) and is kept as is.
+      // No ORDER BY: any due rows will do, and without one the planner never reads (and sorts)
+      // a space's whole backlog to return the first `limit` of it.
+      const rows = await q.query(
+        `UPDATE tasks t SET input = 'null'::jsonb, outcome = NULL, tombstoned = true
+         FROM (
+           SELECT d.space_id, d.id FROM unnest($1::text[], $2::timestamptz[]) AS c(space_id, cutoff)
+           CROSS JOIN LATERAL (
+             SELECT space_id, id FROM tasks
+             WHERE space_id = c.space_id AND NOT tombstoned AND created_at <= c.cutoff AND state = ANY($3::text[]) AND updated_at <= c.cutoff
+             LIMIT $4 FOR UPDATE SKIP LOCKED) d
+           LIMIT $4) due
+         WHERE t.space_id = due.space_id AND t.id = due.id
+         RETURNING 1`,
+        [cutoffs.map((c) => c.spaceId), cutoffs.map((c) => timeParam(c.cutoffMs)), [...terminalTaskStates], limit],
+      );
+      return rows.length;
     },
     async addSubscriber(s) {
       const rows = await q.query(

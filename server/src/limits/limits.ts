@@ -1,0 +1,99 @@
+import { BatonError, effectiveLimits, nextMinuteMs, nextMonthMs, spaceLimits, type Org, type Space } from '@baton/core';
+import { RequestRate, type RateTicket } from './request-rate';
+import type { RoutePolicy } from './route-policy';
+import { UsageLedger } from './usage-ledger';
+
+/** decisions §9: CONCURRENCY_LIMITED and PLAN_LIMIT_REACHED say come back in one second. */
+const loadRetryMs = 1_000;
+
+/** What a reply said, as far as the limits care (items: a batch's, when its body has them). */
+export interface CallResult {
+  statusCode: number;
+  body: unknown;
+}
+
+/**
+ * The limits of the spec's Limits part and decisions §9, decided in memory on every call:
+ * request rates (organization and space, the recovery reserve and the give-backs), Free's monthly
+ * operations, agents at once and active tasks. Counts come from this server and, for what other
+ * servers did, from LimitsSync, at most one sync interval old; nothing here touches the store.
+ */
+export class Limits {
+  readonly rate = new RequestRate();
+  readonly ledger = new UsageLedger();
+
+  /**
+   * Admits a call before it runs, or throws the 429 that refuses it. Refusals that come after the
+   * rate (monthly stop, agents at once, active tasks) still count as requests: a client that
+   * keeps calling past them uses its rate as any other.
+   */
+  admit(org: Org, space: Space, policy: RoutePolicy, units: number, nowMs: number): RateTicket {
+    this.ledger.see(org.id, nowMs);
+    const plan = effectiveLimits(org);
+    const ticket = this.rate.take(nowMs, org.id, space.id, { orgPerMinute: plan.requestsPerMinute, spacePerMinute: spaceLimits(space, org).requestsPerMinute }, units, policy.recovery);
+    if ('code' in ticket) {
+      const scope = ticket.code === 'SERVICE_RATE_LIMITED' ? 'the organization' : 'the space';
+      const share = policy.recovery ? '' : ` (80 % of ${ticket.limit}; the rest is kept for recovery calls)`;
+      throw new BatonError(ticket.code, `${scope} has used its ${ticket.allowed} requests this minute${share}; retry next minute`, undefined, nextMinuteMs(nowMs) - nowMs);
+    }
+    if (!policy.read && !policy.recovery) this.checkOperations(org, plan.operationsPerMonth, nowMs);
+    const load = this.ledger.loadOf(org.id);
+    if (policy.claims && plan.agentsAtOnce !== null && load.liveLeases + 1 > plan.agentsAtOnce) {
+      throw new BatonError('CONCURRENCY_LIMITED', `the organization holds ${load.liveLeases} leases at once, its plan's limit is ${plan.agentsAtOnce}; retry when some finish`, undefined, loadRetryMs);
+    }
+    if (policy.createsTasks && plan.activeTasks !== null && load.activeTasks + units > plan.activeTasks) {
+      throw new BatonError('PLAN_LIMIT_REACHED', `active tasks: the organization has ${load.activeTasks} PENDING or RUNNING, its plan allows ${plan.activeTasks}`, undefined, loadRetryMs);
+    }
+    return ticket;
+  }
+
+  /** Counts what a call that ran (not a replay) did: its operations, the leases and tasks it added. */
+  record(orgId: string, policy: RoutePolicy, result: CallResult, ticket: RateTicket | undefined, nowMs: number): number {
+    const succeeded = itemsSucceeded(result);
+    const operations = policy.renews ? 0 : succeeded;
+    this.ledger.recordOperations(orgId, operations, nowMs);
+    if (policy.claims) this.ledger.addLoad(orgId, { liveLeases: succeeded });
+    if (policy.createsTasks) this.ledger.addLoad(orgId, { activeTasks: itemsCreated(result) });
+    if (ticket && policy.renews) this.rate.giveBack(ticket, Math.min(ticket.units, succeeded));
+    // A claim batch counts as its deliveries (decisions §8): the first was taken on the way in.
+    if (ticket && policy.claims && succeeded > ticket.units) this.rate.charge(ticket, succeeded - ticket.units);
+    return operations;
+  }
+
+  /** Rule 4: a claim that waited at least a second and came back empty is given back. */
+  finishEmptyWait(ticket: RateTicket): void {
+    this.rate.giveBack(ticket, ticket.units);
+  }
+
+  private checkOperations(org: Org, perMonth: number | null, nowMs: number): void {
+    // Paid plans are counted, never stopped (spec, Operations).
+    if (org.plan !== 'FREE' || perMonth === null) return;
+    const used = this.ledger.operationsOf(org.id, nowMs);
+    if (used < perMonth) return;
+    throw new BatonError('OPERATIONS_EXHAUSTED', `the Free plan's ${perMonth} operations this month are used (${used}); work already running can finish`, undefined, nextMonthMs(nowMs) - nowMs);
+  }
+}
+
+/** 2xx replies that did something: a batch's successful items, a claim batch's deliveries, else one (204, an empty claim, is none). */
+function itemsSucceeded(result: CallResult): number {
+  if (result.statusCode < 200 || result.statusCode >= 300 || result.statusCode === 204) return 0;
+  const items = itemsOf(result.body);
+  if (items === undefined) return 1;
+  return items.filter((item) => !hasStatus(item) || (item.status >= 200 && item.status < 300)).length;
+}
+
+/** 201s: a submit that created its task (200 joined one), or a batch's items that did. */
+function itemsCreated(result: CallResult): number {
+  const items = itemsOf(result.body);
+  if (items === undefined) return result.statusCode === 201 ? 1 : 0;
+  return items.filter((item) => hasStatus(item) && item.status === 201).length;
+}
+
+function itemsOf(body: unknown): unknown[] | undefined {
+  const items = (body as { items?: unknown } | null | undefined)?.items;
+  return Array.isArray(items) ? items : undefined;
+}
+
+function hasStatus(item: unknown): item is { status: number } {
+  return typeof (item as { status?: unknown } | null)?.status === 'number';
+}
