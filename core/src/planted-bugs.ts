@@ -30,6 +30,12 @@ export const plantableBugs = [
   'watch-ignores-aggregate',
   /** the webhook dispatcher moves a destination's cursor past every fourth event it reads without delivering it. */
   'webhook-skips-event',
+  /** recovery calls are held to 80 % of a rate limit like every other call: the reserve is gone (server/src/limits). */
+  'recovery-reserve-ignored',
+  /** Free's monthly operations never stop new work (server/src/limits). */
+  'operations-stop-ignored',
+  /** the retention sweep takes every window as zero: finished tasks are tombstoned and the journal purged at once. */
+  'retention-ignores-window',
 ] as const;
 
 /**

@@ -216,6 +216,8 @@ export interface BatonClient extends WorkerApi, TaskGroupApi {
   getLimits(options?: CallOptions): Promise<Out<S['spaceLimitsView']>>;
   /** PUT /limits: sets the limits the body names, keeps the others. */
   setLimits(body: In<S['spaceLimitsBody']>, options?: CallOptions): Promise<Out<S['spaceLimitsView']>>;
+  /** GET /usage (usage_read): the organization's operations this month, load and request rate against its plan. */
+  getUsage(options?: CallOptions): Promise<Out<S['usageView']>>;
   /** GET /events?cursor=&limit=: nextCursor is never null; keep polling with it. */
   listEvents(query?: EventsQuery, options?: CallOptions): Promise<Out<S['eventPage']>>;
   /** GET /watch: one filtered page, a long poll of up to waitSeconds. client.watch follows it for you. */
@@ -417,6 +419,7 @@ export function createClient(options: ClientOptions): BatonClient {
 
     getLimits: (o) => get('/limits', undefined, o),
     setLimits: (body, o) => call({ method: 'PUT', path: '/limits', body }, o),
+    getUsage: (o) => get('/usage', undefined, o),
     listEvents: (query, o) => get('/events', { cursor: query?.cursor, limit: query?.limit }, o),
     watchEvents: (query, o) =>
       get('/watch', { cursor: query?.cursor, types: query?.types, aggregate: query?.aggregate, scopeId: query?.scopeId, limit: query?.limit, waitSeconds: query?.waitSeconds }, o, (query?.waitSeconds ?? 0) * 1000),

@@ -31,7 +31,7 @@ describe('the simulator checks the runtime', () => {
     let leaseLostAnswers = 0;
     let leaseLostEvents = 0;
     let redelivered = 0;
-    for (const seed of [1, 2, 3]) {
+    for (const seed of [1, 2, 3, 4]) {
       const result = await simulate({ seed, agents: 6, steps: 1_500, store: 'memory', runtimeBugs: { renewTooLate: true } });
       expect(result.violations, `seed ${seed}`).toEqual([]);
       leaseLostAnswers += result.tasks.leaseLostAnswers;

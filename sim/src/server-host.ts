@@ -26,6 +26,8 @@ export interface HttpReply {
 export class ServerHost {
   private baton: Baton | undefined;
   private generation = 0;
+  /** When each server process started taking requests: a new one knows nothing of what the last one counted in memory. */
+  readonly startsMs: number[] = [];
   /** Until this time the server refuses connections (drained, restarting). */
   private downUntilMs = 0;
 
@@ -39,6 +41,7 @@ export class ServerHost {
 
   async start(): Promise<void> {
     this.generation++;
+    this.startsMs.push(Math.max(this.scheduler.now(), this.downUntilMs));
     this.baton = await createBaton({
       store: this.store,
       clock: this.scheduler.clock,

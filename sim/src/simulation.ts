@@ -2,6 +2,7 @@ import type { Store } from '@baton/core';
 import { openStore, createScratchDatabase } from '@baton/server';
 import { Janitor } from './agents/janitor';
 import { BarrierWorkload } from './barriers';
+import { LimitsWorkload } from './limits';
 import { QuotaAgent } from './agents/quota-agent';
 import { MessageSender } from './agents/message-sender';
 import { MessageWorker } from './agents/message-worker';
@@ -13,6 +14,7 @@ import type { TaskRuntimeStats } from './checks/tasks';
 import { Watcher } from './agents/watcher';
 import { WatchFollower } from './agents/watch-follower';
 import { checkWatchFollower } from './checks/watch';
+import { checkRetention } from './checks/retention';
 import { checkWebhookDeliveries, setUpDestination } from './checks/webhooks';
 import { WebhookReceiver } from './webhook-receiver';
 import { checkFinal, checkStep, readJournal } from './checker';
@@ -104,6 +106,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     receiver.connect(sim.faults);
     const barriers = await BarrierWorkload.setUp(server, sim, rng.fork('barriers'));
     const tasks = await TaskWorkload.setUp(server, sim, rng.seed, config.runtimeBugs);
+    const limits = await LimitsWorkload.setUp(server, store, sim, new SimRandom(`${rng.seed}/limits`));
     const watcher = new Watcher('watcher', sim);
     // Two long-polling followers of GET /watch, each with a filter its seed picks.
     const followers = [new WatchFollower('follower0', sim), new WatchFollower('follower1', sim)];
@@ -114,6 +117,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const agents = [...workers, new Janitor('janitor', sim), watcher, ...followers, ...(config.messageAgents === false ? [] : messageAgents), ...tasks.agents()];
     for (const agent of agents) agent.start();
     for (const agent of barriers.agents()) agent.start();
+    for (const agent of limits.agents(new Network(scheduler, rng.fork('limits-network'), sim.faults, server, trace))) agent.start();
     scheduleServerFaults(scheduler, server, rng.fork('server-faults'), sim, trace);
 
     const checkEvery = config.store === 'memory' ? 1 : 25;
@@ -145,6 +149,8 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     }
     if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen, { mailboxIds: tenant.mailboxIds, ledger: messageLedger, nowMs: scheduler.now() }, { workload: tasks, nowMs: scheduler.now(), fifo: config.store !== 'pg', sweptUntilMs })));
     if (ledger.violations.length === 0) ledger.violations.push(...(await barriers.checkFinal(store)));
+    if (ledger.violations.length === 0) ledger.violations.push(...limits.check(server.startsMs, faults.duplicate > 0));
+    if (ledger.violations.length === 0) ledger.violations.push(...(await checkRetention(store, [tenant.spaceId, limits.spaceId], startMs, scheduler.now())));
     if (ledger.violations.length === 0) {
       const journal = await readJournal(store, tenant.spaceId);
       for (const f of followers) ledger.violations.push(...checkWatchFollower(f.name, journal, f.filter, f.seen));

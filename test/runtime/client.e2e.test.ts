@@ -139,6 +139,9 @@ describe('client against a live server', () => {
 
     expect((await client.setLimits({ maxLeaseSeconds: 120 })).maxLeaseSeconds).toBe(120);
     expect((await client.getLimits()).maxLeaseSeconds).toBe(120);
+    const usage = await client.getUsage();
+    expect(usage).toMatchObject({ plan: 'TEAM', operationsLimit: 15_000_000, planLimits: { requestsPerMinute: 3_000 } });
+    expect(usage.operations).toBeGreaterThan(0);
     const events = await client.listEvents({ limit: 500 });
     expect(events.items.length).toBeGreaterThan(0);
     expect(events.nextCursor).toMatch(/^\d+$/);

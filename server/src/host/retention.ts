@@ -1,4 +1,4 @@
-import { assert, effectiveLimits, type Clock, type RetentionSpace, type SpaceCutoff, type Store, type Tx } from '@baton/core';
+import { assert, effectiveLimits, plantedBugs, type Clock, type RetentionSpace, type SpaceCutoff, type Store, type Tx } from '@baton/core';
 
 const dayMs = 24 * 60 * 60 * 1000;
 /** The journal keeps the longer of the plan window and this (decisions §9). */
@@ -78,4 +78,7 @@ function planRetentionDays(space: RetentionSpace): number {
   return days;
 }
 
-const cutoffOf = (space: RetentionSpace, nowMs: number, retentionDays: number): SpaceCutoff => ({ spaceId: space.spaceId, cutoffMs: nowMs - retentionDays * dayMs });
+const cutoffOf = (space: RetentionSpace, nowMs: number, retentionDays: number): SpaceCutoff => ({
+  spaceId: space.spaceId,
+  cutoffMs: plantedBugs.has('retention-ignores-window') ? nowMs : nowMs - retentionDays * dayMs,
+});

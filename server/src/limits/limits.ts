@@ -1,4 +1,4 @@
-import { BatonError, effectiveLimits, nextMinuteMs, nextMonthMs, spaceLimits, type Org, type Space } from '@baton/core';
+import { BatonError, effectiveLimits, plantedBugs, nextMinuteMs, nextMonthMs, spaceLimits, type Org, type Space } from '@baton/core';
 import { RequestRate, type RateTicket } from './request-rate';
 import type { RoutePolicy } from './route-policy';
 import { UsageLedger } from './usage-ledger';
@@ -67,7 +67,7 @@ export class Limits {
 
   private checkOperations(org: Org, perMonth: number | null, nowMs: number): void {
     // Paid plans are counted, never stopped (spec, Operations).
-    if (org.plan !== 'FREE' || perMonth === null) return;
+    if (org.plan !== 'FREE' || perMonth === null || plantedBugs.has('operations-stop-ignored')) return;
     const used = this.ledger.operationsOf(org.id, nowMs);
     if (used < perMonth) return;
     throw new BatonError('OPERATIONS_EXHAUSTED', `the Free plan's ${perMonth} operations this month are used (${used}); work already running can finish`, undefined, nextMonthMs(nowMs) - nowMs);

@@ -1,4 +1,4 @@
-import { assert, minuteOf } from '@baton/core';
+import { assert, minuteOf, plantedBugs } from '@baton/core';
 
 /** decisions §9: ordinary calls are refused once 80 % of a minute's limit is used; the rest is kept for recovery calls. */
 export const ordinaryShare = 0.8;
@@ -37,7 +37,7 @@ export interface RateTicket {
 
 /** The most a call may use of a limit: all of it for recovery calls, 80 % for the rest. */
 export function allowedOf(limit: number, recovery: boolean): number {
-  return recovery ? limit : Math.floor(limit * ordinaryShare);
+  return recovery && !plantedBugs.has('recovery-reserve-ignored') ? limit : Math.floor(limit * ordinaryShare);
 }
 
 /**
