@@ -1,54 +1,20 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startServerProcess, stopServerProcess, type ServerProcess } from './support/server-process';
 
 /**
  * `npm start` as a user runs it: a real process on the embedded store (in a data directory
  * whose parents do not exist yet, as on a fresh checkout), the dev bootstrap
  * printed once, the key durable across a restart, SIGTERM draining to exit code 0.
  */
-const root = new URL('..', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'baton-process-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  address: string;
-}
-
-async function start(): Promise<Started> {
-  // The compiled server, as `npm start` runs it (npm test builds first).
-  const child = spawn(process.execPath, ['server/dist/main.js'], {
-    cwd: root,
-    env: { ...process.env, PORT: '0', BATON_DATA_DIR: join(dataDir, 'not', 'yet', 'there'), DATABASE_URL: '', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
-    child.stdout!.on('data', () => {
-      const match = /"address":"(http:\/\/[^"]+)"/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`server exited ${code}:\n${output}`)));
-  });
-  return { child, output: () => output, address };
-}
-
-function stop(started: Started): Promise<number | null> {
-  return new Promise((resolve) => {
-    started.child.once('exit', (code) => resolve(code));
-    started.child.kill('SIGTERM');
-  });
-}
+const start = (): Promise<ServerProcess> =>
+  startServerProcess({ PORT: '0', BATON_DATA_DIR: join(dataDir, 'not', 'yet', 'there'), DATABASE_URL: '', LOG_LEVEL: 'info' });
+const stop = (started: ServerProcess): Promise<number | null> => stopServerProcess(started.child);
 
 describe('the server process on the embedded store', () => {
   it('bootstraps once, serves with the printed key, drains on SIGTERM, and keeps its data', async () => {

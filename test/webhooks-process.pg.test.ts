@@ -1,11 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
+import { WebhookReceiver, type Receipt } from './support/webhook-receiver';
+import { killServerProcess, startServerProcess, stopAllServerProcesses, stopServerProcess, type ServerProcess } from './support/server-process';
 
 /**
  * Webhook delivery across real server processes (`node server/dist/main.js`, as `npm start`
@@ -14,150 +13,25 @@ import { createTestDatabase, postgresUrl, type TestDatabase } from './support/da
  * once the dead one's lease expires (at least once, never skipped), and two live servers
  * dispatching one destination send each event once, in journal order (docs/api.md, "Webhooks").
  */
-const root = new URL('..', import.meta.url).pathname;
 const adminToken = 'webhooks-process-admin';
 const secretKey = Buffer.alloc(32, 5).toString('base64');
 /** Per attempt; a dispatcher's lease on a destination is then 2 * 1 s + 5 s = 7 s. */
 const webhookTimeoutMs = 1_000;
 
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  address: string;
-}
-
-/** Every server process started and not yet seen to exit: afterAll ends them whatever happened. */
-const running = new Set<ChildProcess>();
-
-async function start(databaseUrl: string): Promise<Started> {
-  const child = spawn(process.execPath, ['server/dist/main.js'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      BATON_ADMIN_TOKEN: adminToken,
-      BATON_BOOTSTRAP: 'off',
-      BATON_SECRET_KEY: secretKey,
-      BATON_WEBHOOK_ALLOW_PRIVATE: '1',
-      BATON_WEBHOOK_TIMEOUT_MS: String(webhookTimeoutMs),
-      LOG_LEVEL: 'info',
-      LOG_FORMAT: 'json',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.add(child);
-  child.once('exit', () => running.delete(child));
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
-    child.stdout!.on('data', () => {
-      const match = /"address":"(http:\/\/[^"]+)"/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited ${code}:\n${output}`));
-    });
-  });
-  return { child, output: () => output, address };
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
-/** SIGTERM (drain), then SIGKILL if it has not exited within 15 s. */
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const done = exited(child);
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await done;
-  clearTimeout(timer);
-}
-
-async function kill9(child: ChildProcess): Promise<void> {
-  const done = exited(child);
-  child.kill('SIGKILL');
-  await done;
-}
-
-interface Receipt {
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-  /** What the receiver answered: 204, or 'held' for a request it never answered. */
-  answered: number | 'held';
-}
-
-/** A webhook receiver on loopback: answers 204, except requests `hold` picks, which it never answers. */
-class Receiver {
-  readonly received: Receipt[] = [];
-  hold: ((receipt: Receipt) => boolean) | undefined;
-  readonly held: { receipt: Receipt; req: IncomingMessage; res: ServerResponse }[] = [];
-  private heldWaiters: (() => void)[] = [];
-  private server: Server | undefined;
-  port = 0;
-
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const receipt: Receipt = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), answered: 204 };
-        this.received.push(receipt);
-        if (this.hold?.(receipt)) {
-          receipt.answered = 'held';
-          this.held.push({ receipt, req, res });
-          for (const wake of this.heldWaiters.splice(0)) wake();
-          return;
-        }
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server!.address() as AddressInfo).port;
-  }
-
-  url(path: string): string {
-    return `http://127.0.0.1:${this.port}${path}`;
-  }
-
-  at(path: string): Receipt[] {
-    return this.received.filter((r) => r.path === path);
-  }
-
-  /** Resolves once a request has been held (at once if one has). */
-  whenHeld(timeoutMs: number): Promise<void> {
-    if (this.held.length > 0) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no request was held')), timeoutMs);
-      this.heldWaiters.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
-
-  /** Drops the connections of held requests without an answer. */
-  releaseHeld(): void {
-    for (const { req } of this.held) req.socket.destroy();
-  }
-
-  async stop(): Promise<void> {
-    if (!this.server) return;
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
-  }
-}
+/** The environment every server of this file runs with, on `databaseUrl`. */
+const serverEnv = (databaseUrl: string): Record<string, string> => ({
+  DATABASE_URL: databaseUrl,
+  PORT: '0',
+  HOST: '127.0.0.1',
+  BATON_ADMIN_TOKEN: adminToken,
+  BATON_BOOTSTRAP: 'off',
+  BATON_SECRET_KEY: secretKey,
+  BATON_WEBHOOK_ALLOW_PRIVATE: '1',
+  BATON_WEBHOOK_TIMEOUT_MS: String(webhookTimeoutMs),
+  LOG_LEVEL: 'info',
+  LOG_FORMAT: 'json',
+});
+const start = (databaseUrl: string): Promise<ServerProcess> => startServerProcess(serverEnv(databaseUrl));
 
 interface Tenant {
   spaceId: string;
@@ -226,7 +100,7 @@ function parsed(r: Receipt): { eventId: string; name: string } {
 }
 
 function expectVerified(r: Receipt, secret: string): void {
-  expect(() => new Webhook(secret).verify(r.body, r.headers as Record<string, string>)).not.toThrow();
+  expect(() => new Webhook(secret).verify(r.body, r.headers)).not.toThrow();
 }
 
 /** Names in the order of each event's first answered receipt. */
@@ -245,14 +119,14 @@ function firstSuccessNames(receipts: Receipt[]): string[] {
 
 describe.runIf(postgresUrl())('webhook delivery across server processes on one PostgreSQL database', () => {
   let db: TestDatabase;
-  const receiver = new Receiver();
+  const receiver = new WebhookReceiver();
 
   beforeAll(async () => {
     db = await createTestDatabase();
     await receiver.start();
   });
   afterAll(async () => {
-    await Promise.all([...running].map(stop));
+    await stopAllServerProcesses();
     await receiver.stop();
     await db?.drop();
   });
@@ -263,14 +137,14 @@ describe.runIf(postgresUrl())('webhook delivery across server processes on one P
     // The first pool's event is held: its attempt stays in flight until the server dies.
     receiver.hold = (r) => r.path === path && receiver.held.length === 0 && (JSON.parse(r.body) as { data?: { name?: string } }).data?.name === names[0];
     const a = await start(db.url);
-    let b: Started | undefined;
+    let b: ServerProcess | undefined;
     try {
       const t = await tenant(a.address, 'killed');
       const destination = await createDestination(a.address, t, receiver.url(path));
       for (const name of names) await createPool(a.address, t, name);
       await receiver.whenHeld(10_000);
       const heldAt = Date.now();
-      await kill9(a.child);
+      await killServerProcess(a.child);
       // Killed before the attempt's own timeout could end it (and record a failure).
       expect(Date.now() - heldAt).toBeLessThan(webhookTimeoutMs);
       receiver.releaseHeld();
@@ -313,8 +187,8 @@ describe.runIf(postgresUrl())('webhook delivery across server processes on one P
     } finally {
       receiver.hold = undefined;
       receiver.releaseHeld();
-      await stop(a.child);
-      if (b) await stop(b.child);
+      await stopServerProcess(a.child);
+      if (b) await stopServerProcess(b.child);
     }
   }, 120_000);
 
@@ -322,7 +196,7 @@ describe.runIf(postgresUrl())('webhook delivery across server processes on one P
     const path = '/shared';
     const names = Array.from({ length: 100 }, (_v, i) => `shared-${i}`);
     const a = await start(db.url);
-    let b: Started | undefined;
+    let b: ServerProcess | undefined;
     try {
       b = await start(db.url);
       const t = await tenant(a.address, 'shared');
@@ -346,8 +220,8 @@ describe.runIf(postgresUrl())('webhook delivery across server processes on one P
       expect(attempts.filter((x) => x.status !== 'SUCCEEDED')).toEqual([]);
       expect(attempts.map((x) => x.eventId).reverse()).toEqual(ids);
     } finally {
-      await stop(a.child);
-      if (b) await stop(b.child);
+      await stopServerProcess(a.child);
+      if (b) await stopServerProcess(b.child);
     }
   }, 120_000);
 });

@@ -1,5 +1,3 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ManualClock, SeededRandom } from '@baton/core';
 import { WebhookDispatcher, defaultDispatcherOptions } from '@baton/server/webhooks/dispatcher';
 import { webhookMetrics } from '@baton/server/metrics/webhook-metrics';
@@ -8,55 +6,13 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
 import { idem, openTestServer, type TestServer } from '../support/server';
+import { WebhookReceiver, type Behaviour, type Receipt } from '../support/webhook-receiver';
 
 const secretKey = Buffer.alloc(32, 9);
 const hourMs = 3_600_000;
 
-interface Received {
-  path: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-type Behaviour = (req: IncomingMessage, res: ServerResponse) => void;
-
-/** A real receiver on 127.0.0.1: each path answers as its behaviour says and records what it got. */
-class Receiver {
-  readonly received: Received[] = [];
-  readonly behaviours = new Map<string, Behaviour>();
-  private server: Server | undefined;
-  port = 0;
-
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const path = req.url ?? '/';
-        this.received.push({ path, headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8') });
-        (this.behaviours.get(path) ?? ((_q, r) => r.writeHead(204).end()))(req, res);
-      });
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server!.address() as AddressInfo).port;
-  }
-
-  url(path: string): string {
-    return `http://127.0.0.1:${this.port}${path}`;
-  }
-
-  at(path: string): Received[] {
-    return this.received.filter((r) => r.path === path);
-  }
-
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
-  }
-}
-
 /** The signature the standardwebhooks library computes for what was received (any timestamp). */
-function expectSigned(r: Received, secret: string): void {
+function expectSigned(r: Receipt, secret: string): void {
   const timestamp = new Date(Number(r.headers['webhook-timestamp']) * 1000);
   expect(r.headers['webhook-signature']).toBe(new Webhook(secret).sign(r.headers['webhook-id']!, timestamp, r.body));
 }
@@ -64,7 +20,7 @@ function expectSigned(r: Received, secret: string): void {
 describe.each(storeTargets())('webhooks over HTTP on $name', (target) => {
   let server: TestServer;
   let close: () => Promise<void>;
-  const receiver = new Receiver();
+  const receiver = new WebhookReceiver();
   let n = 0;
 
   beforeAll(async () => {
@@ -333,7 +289,7 @@ describe('webhook address rules (no BATON_WEBHOOK_ALLOW_PRIVATE)', () => {
   const [memory] = storeTargets();
   let server: TestServer;
   let close: () => Promise<void>;
-  const receiver = new Receiver();
+  const receiver = new WebhookReceiver();
 
   beforeAll(async () => {
     await receiver.start();

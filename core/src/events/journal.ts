@@ -1,6 +1,7 @@
 import type { EventView } from '../schemas/events';
 import { plantedBugs } from '../planted-bugs';
 import type { Tx } from '../store/store';
+import { together } from '../store/together';
 import { isoFromMs } from '../time';
 import type { JournalEvent } from './model';
 
@@ -24,13 +25,21 @@ export function eventView(e: JournalEvent): EventView {
  * Called after the read, not before: purgedThrough is read later than the journal was, so a
  * purge that committed in between is seen. A page whose first event lies at or before
  * purgedThrough was read before that purge and lost nothing; one whose first event lies after it,
- * or that is empty, was read after it, so the events between the cursor and it are gone. A
- * cursor given without one costs this one primary-key read.
+ * or that is empty, was read after it, so the events between the cursor and it are gone.
  */
-export async function lostToRetention(tx: Tx, spaceId: string, cursor: string | undefined, firstListed: string | undefined): Promise<boolean> {
+export function lostToRetention(cursor: string | undefined, purgedThrough: string, firstListed: string | undefined): boolean {
   if (cursor === undefined) return false;
-  const purgedThrough = BigInt(await tx.events.purgedThrough(spaceId));
-  return purgedThrough > BigInt(cursor) && (firstListed === undefined || BigInt(firstListed) > purgedThrough);
+  return BigInt(purgedThrough) > BigInt(cursor) && (firstListed === undefined || BigInt(firstListed) > BigInt(purgedThrough));
+}
+
+/**
+ * Events after `after`, and how far retention has purged the space's journal when a cursor was
+ * given ('0' otherwise). Sent together, they cost one round trip, and PostgreSQL runs them in
+ * this order, so the purge point is read after the page, as lostToRetention needs.
+ */
+export async function listWithPurgePoint(tx: Tx, spaceId: string, after: string, limit: number, cursor: string | undefined): Promise<{ listed: JournalEvent[]; purgedThrough: string }> {
+  const [listed, purgedThrough] = await together(tx.events.listAfter(spaceId, after, limit), cursor === undefined ? Promise.resolve('0') : tx.events.purgedThrough(spaceId));
+  return { listed, purgedThrough };
 }
 
 export interface EventPage {
@@ -46,9 +55,9 @@ export interface EventPage {
  */
 export async function readEvents(tx: Tx, spaceId: string, cursor: string | undefined, limit: number): Promise<EventPage> {
   const after = cursor ?? '0';
-  const listed = await tx.events.listAfter(spaceId, after, limit);
+  const { listed, purgedThrough } = await listWithPurgePoint(tx, spaceId, after, limit, cursor);
   const events = plantedBugs.has('journal-drops-event') ? listed.filter((_e, i) => i !== 1) : listed;
   const page: EventPage = { items: events.map(eventView), nextCursor: listed.at(-1)?.eventId ?? after };
-  if (await lostToRetention(tx, spaceId, cursor, listed[0]?.eventId)) page.truncated = true;
+  if (lostToRetention(cursor, purgedThrough, listed[0]?.eventId)) page.truncated = true;
   return page;
 }

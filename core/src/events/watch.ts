@@ -1,7 +1,7 @@
 import type { EventView } from '../schemas/events';
 import type { Tx } from '../store/store';
 import { plantedBugs } from '../planted-bugs';
-import { eventView, lostToRetention } from './journal';
+import { eventView, listWithPurgePoint, lostToRetention } from './journal';
 import { watchMatches, type WatchFilter } from './watch-filter';
 
 /** Journal events one read examines at most, matching or not: bounds the work of a request whose filter matches little. */
@@ -35,16 +35,17 @@ export async function readWatchPage(tx: Tx, spaceId: string, cursor: string | un
   let truncated: boolean | undefined;
   while (examined < maxWatchExamined) {
     const batch = Math.min(examineBatch, maxWatchExamined - examined);
-    const listed = await tx.events.listAfter(spaceId, after, batch);
     // Judged on the first batch, the one read from the caller's cursor; later ones follow it.
-    truncated ??= await lostToRetention(tx, spaceId, cursor, listed[0]?.eventId);
+    const first = truncated === undefined;
+    const { listed, purgedThrough } = await listWithPurgePoint(tx, spaceId, after, batch, first ? cursor : undefined);
+    if (first) truncated = lostToRetention(cursor, purgedThrough, listed[0]?.eventId);
     for (const event of listed) {
       examined++;
       after = event.eventId;
       if (plantedBugs.has('watch-skips-event') && examined === 1) continue;
       if (!watchMatches(filter, subtree, event)) continue;
       items.push(eventView(event));
-      if (items.length === limit) return { items, nextCursor: after, subtree, truncated };
+      if (items.length === limit) return { items, nextCursor: after, subtree, truncated: truncated ?? false };
     }
     if (listed.length < batch) break;
   }

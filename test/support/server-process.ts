@@ -1,0 +1,68 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/** A Baton server run as `npm start` runs it: the compiled `server/dist/main.js` (npm test builds first). */
+export interface ServerProcess {
+  child: ChildProcess;
+  /** Everything it wrote to stdout and stderr so far. */
+  output: () => string;
+  /** Where it listens, from its "baton is serving" log line. */
+  address: string;
+}
+
+const root = new URL('../..', import.meta.url).pathname;
+
+/** Every server process started and not yet seen to exit: `stopAll` ends them whatever a test did. */
+const running = new Set<ChildProcess>();
+
+/** Starts a server with `env` over this process's environment and waits for its address (30 s at most). */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['server/dist/main.js'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    child.stdout!.on('data', () => {
+      const match = /"address":"(http:\/\/[^"]+)"/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited ${code}:\n${output}`));
+    });
+  });
+  return { child, output: () => output, address };
+}
+
+export function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+/** SIGTERM (the drain of decisions §1), then SIGKILL if it has not exited within `graceMs`; answers the exit code. */
+export async function stopServerProcess(child: ChildProcess, graceMs = 15_000): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const done = exited(child);
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  const code = await done;
+  clearTimeout(timer);
+  return code;
+}
+
+/** SIGKILL: a crash, nothing drained. */
+export async function killServerProcess(child: ChildProcess): Promise<void> {
+  const done = exited(child);
+  child.kill('SIGKILL');
+  await done;
+}
+
+/** Ends every server process still running (for afterAll). */
+export async function stopAllServerProcesses(): Promise<void> {
+  await Promise.all([...running].map((child) => stopServerProcess(child)));
+}
