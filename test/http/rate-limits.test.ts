@@ -1,7 +1,7 @@
 import { monthOf } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
-import { idem, startMs, startTestServer, type CallOptions, type Reply, type TestServer } from '../support/server';
+import { idem, openTestServer, startMs, type CallOptions, type Reply, type TestServer } from '../support/server';
 
 const scopeId = '11111111-1111-4111-8111-111111111111';
 const holder = { holder: 'worker', holderSession: 's1' };
@@ -19,12 +19,7 @@ describe.each(storeTargets())('request rates, operations and plan limits over HT
   let tenants = 0;
 
   beforeAll(async () => {
-    const opened = await target.open();
-    server = await startTestServer(opened.store);
-    close = async () => {
-      await server.close();
-      await opened.close();
-    };
+    ({ server, close } = await openTestServer(target));
   });
   afterAll(async () => close());
 
