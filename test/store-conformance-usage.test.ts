@@ -54,7 +54,7 @@ describe.each(storeTargets())('usage store conformance on $name', (target) => {
     expect(await store.read((tx) => tx.usage.operationsOf('2025-02', [org]))).toEqual(new Map());
   });
 
-  it("counts an organization's load: live task deliveries, claimed messages and pool units in use, and no other organization's", async () => {
+  it("counts an organization's load: live task deliveries, claimed messages, pool units in use, live claims and ACTIVE runs, and no other organization's", async () => {
     const [orgA, orgB, spaceA1, spaceA2, spaceB] = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()];
     await store.transaction(async (tx) => {
       await insertTenant(tx, orgA, spaceA1, T0);
@@ -74,9 +74,24 @@ describe.each(storeTargets())('usage store conformance on $name', (target) => {
         await tx.messages.insert(message({})); // a plain message waiting: no lease, no task
       }
       await tx.pools.insert({ id: randomUUID(), spaceId: spaceA2, name: 'gpu', capacity: 8, inUse: 3, createdAt: T0, updatedAt: T0 });
+      const run = (spaceId: string, state: 'ACTIVE' | 'COMPLETED') => ({
+        spaceId, scopeId: randomUUID(), parentScopeId: null, name: null, state, childLimit: 10, children: 0, cascadePending: false, createdAt: T0, updatedAt: T0, endedAt: state === 'ACTIVE' ? null : T0,
+      });
+      // Claims: one live, one whose lease ran out unswept (not a lease any more), one released.
+      for (const [claimKey, leaseExpiresAt, state] of [['live', T0 + 30_000, 'HELD'], ['ran-out', T0 - 1, 'HELD'], ['released', T0 + 30_000, 'RELEASED']] as const) {
+        const key = await tx.claims.lockKey(spaceA1, claimKey, T0);
+        await tx.claims.advanceKey({ ...key, lastFencingToken: 1, updatedAt: T0 });
+        await tx.claims.insert({
+          id: randomUUID(), spaceId: spaceA1, claimKey, scopeId: randomUUID(), holder: 'h', holderSessionHash: 'a'.repeat(64), tokenHash: 'b'.repeat(64),
+          fencingToken: 1, state, leaseExpiresAt, endedAt: state === 'HELD' ? null : T0, createdAt: T0 - 10, updatedAt: T0 - 10,
+        });
+      }
+      await tx.runs.insert(run(spaceA1, 'ACTIVE'));
+      await tx.runs.insert(run(spaceA2, 'ACTIVE'));
+      await tx.runs.insert(run(spaceA2, 'COMPLETED'));
     });
-    const loads = await store.read((tx) => tx.usage.loadOf([orgA, randomUUID()]));
-    expect(loads).toEqual(new Map([[orgA, { activeTasks: 4, liveLeases: 4 + 3 }]]));
-    expect(await store.read((tx) => tx.usage.loadOf([orgB]))).toEqual(new Map([[orgB, { activeTasks: 2, liveLeases: 2 }]]));
+    const loads = await store.read((tx) => tx.usage.loadOf([orgA, randomUUID()], T0));
+    expect(loads).toEqual(new Map([[orgA, { activeTasks: 4, liveLeases: 4 + 3 + 1, activeRuns: 2 }]]));
+    expect(await store.read((tx) => tx.usage.loadOf([orgB], T0))).toEqual(new Map([[orgB, { activeTasks: 2, liveLeases: 2, activeRuns: 0 }]]));
   });
 });

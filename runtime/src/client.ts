@@ -211,6 +211,16 @@ export interface BatonClient extends WorkerApi, TaskGroupApi {
   /** POST /task-groups/{id}/seal: close under its former name, but 409 CONFLICT on a group that is not OPEN. */
   sealGroup(groupId: string, options?: CallOptions): Promise<GroupView>;
 
+  // Runs (decisions §10)
+  /** POST /runs: create (201) or the same run again (200); a child of parentScopeId when given. */
+  createRun(body: In<S['runCreateBody']>, options?: CallOptions): Promise<Out<S['runView']>>;
+  /** GET /runs/{scopeId}: the run, a page of its child runs and counts of what lives under it. */
+  getRun(scopeId: string, query?: { limit?: number; cursor?: string }, options?: CallOptions): Promise<Out<S['runDetailView']>>;
+  /** POST /runs/{scopeId}/complete: idempotent. */
+  completeRun(scopeId: string, options?: CallOptions): Promise<Out<S['runView']>>;
+  /** POST /runs/{scopeId}/cancel: idempotent; cancels child runs and live tasks under it (`cascading` until done). */
+  cancelRun(scopeId: string, options?: CallOptions): Promise<Out<S['runView']>>;
+
   // Space limits and the journal
   /** GET /limits (usage_read) */
   getLimits(options?: CallOptions): Promise<Out<S['spaceLimitsView']>>;
@@ -415,6 +425,10 @@ export function createClient(options: ClientOptions): BatonClient {
     acceptMember: (groupId, taskId, o) => post(`/task-groups/${id(groupId)}/tasks/${id(taskId)}/accept`, undefined, o),
     rejectMember: (groupId, taskId, o) => post(`/task-groups/${id(groupId)}/tasks/${id(taskId)}/reject`, undefined, o),
     closeGroup: (groupId, o) => post(`/task-groups/${id(groupId)}/close`, undefined, o),
+    createRun: (body, o) => post('/runs', body, o),
+    getRun: (scopeId, query, o) => get(`/runs/${id(scopeId)}`, { limit: query?.limit, cursor: query?.cursor }, o),
+    completeRun: (scopeId, o) => post(`/runs/${id(scopeId)}/complete`, undefined, o),
+    cancelRun: (scopeId, o) => post(`/runs/${id(scopeId)}/cancel`, undefined, o),
     sealGroup: (groupId, o) => post(`/task-groups/${id(groupId)}/seal`, undefined, o),
 
     getLimits: (o) => get('/limits', undefined, o),

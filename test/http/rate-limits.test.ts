@@ -173,6 +173,10 @@ describe.each(storeTargets())('request rates, operations and plan limits over HT
     await server.baton.deps.runDueWork(); // the load is read again (at most a second old in service)
     expect((await recv(t, box)).statusCode).toBe(200);
 
+    // Live claims are leases too (spec, Agents working at once): 2 claimed messages are held now.
+    const claimed = await t.call('POST', '/claims', { body: { claimKey: 'k', scopeId, holder: 'h', holderSession: 's' }, idem: idem() });
+    expect(claimed.body.error.code).toBe('CONCURRENCY_LIMITED');
+
     const taskBox = await mailbox(t);
     const submit = () => t.call('POST', '/tasks', { body: { scopeId, mailboxId: taskBox, taskKey: idem(), input: null }, idem: idem() });
     for (let i = 0; i < 3; i++) expect((await submit()).statusCode).toBe(201);

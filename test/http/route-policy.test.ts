@@ -18,9 +18,9 @@ describe('the route policy of the limits', () => {
     }
   });
 
-  it('lets recovery calls (renew, complete, nack, cancel, detach, void, waiter cancel and their batches) use the whole rate', () => {
+  it('lets recovery calls (renew, complete, nack, cancel, detach, void, waiter cancel, claim release and their batches) use the whole rate', () => {
     const recovery = namedRoutes().filter((r) => policyOf(r.split(' ')[0]!, r.split(' ')[1]!).recovery).map((r) => r.split('/').at(-1));
-    expect(new Set(recovery)).toEqual(new Set(['renew', 'complete', 'nack', 'renew-batch', 'complete-batch', 'nack-batch', 'cancel', 'detach', 'void']));
+    expect(new Set(recovery)).toEqual(new Set(['renew', 'complete', 'nack', 'renew-batch', 'complete-batch', 'nack-batch', 'cancel', 'detach', 'void', 'release']));
     expect(policyOf('POST', `${spacePrefix}/tasks`)).toMatchObject({ recovery: false, read: false, createsTasks: true });
     expect(policyOf('GET', `${spacePrefix}/tasks/:id`)).toMatchObject({ recovery: false, read: true });
     expect(policyOf('POST', `${spacePrefix}/budgets/:id/reserve`)).toMatchObject({ recovery: false, read: false });

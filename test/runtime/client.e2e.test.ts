@@ -139,6 +139,11 @@ describe('client against a live server', () => {
 
     expect((await client.setLimits({ maxLeaseSeconds: 120 })).maxLeaseSeconds).toBe(120);
     expect((await client.getLimits()).maxLeaseSeconds).toBe(120);
+    const run = await client.createRun({ name: 'e2e' });
+    const child = await client.createRun({ parentScopeId: run.scopeId });
+    expect((await client.getRun(run.scopeId)).childRuns.items.map((r) => r.scopeId)).toEqual([child.scopeId]);
+    expect((await client.cancelRun(run.scopeId)).state).toBe('CANCELLED');
+    expect((await client.getRun(child.scopeId)).state).toBe('CANCELLED');
     const usage = await client.getUsage();
     expect(usage).toMatchObject({ plan: 'TEAM', operationsLimit: 15_000_000, planLimits: { requestsPerMinute: 3_000 } });
     expect(usage.operations).toBeGreaterThan(0);

@@ -5,6 +5,7 @@ import { reservationStates } from '../budgets/model';
 import { groupStates } from '../groups/model';
 import { messageStates } from '../messages/model';
 import { taskStates } from '../tasks/model';
+import { timerStates } from '../timers/model';
 
 /**
  * Diagnostics (decisions §9): read-only views for an operator of a space. Nothing here is read
@@ -37,14 +38,14 @@ export const censusResourceStates = {
 export type CensusResourceType = keyof typeof censusResourceStates;
 
 /**
- * What a run's view counts under its scopeId (decisions §10). The extension point for the run
- * resources still to come: claims and timers each add their entry here and their count to
- * DiagnosticsRepository.runCounts, and the view shows them with no other change.
+ * What a run's view counts under its scopeId (decisions §10). Each kind adds its entry here and
+ * its count to DiagnosticsRepository.runCounts, and the views show it with no other change.
  */
 export const runResourceStates = {
   tasks: taskStates,
   taskGroups: groupStates,
   reservations: reservationStates,
+  timers: timerStates,
 } as const satisfies Record<string, readonly string[]>;
 export type RunResourceType = keyof typeof runResourceStates;
 

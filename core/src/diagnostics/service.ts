@@ -3,7 +3,7 @@ import type { Budget } from '../budgets/model';
 import { notFound } from '../errors';
 import { decodeNameCursor, decodePositionCursor, encodeNameCursor, encodePositionCursor } from '../paging';
 import type { Pool, WorkLimit } from '../pools/model';
-import type { CensusView, MailboxBacklogView, ResourceCountView, RunOpsView, TaskWaitView, WaitsView } from '../schemas/diagnostics';
+import type { CensusView, MailboxBacklogView, ResourceCountView, RunOpsView, ScopeCountsView, TaskWaitView, WaitsView } from '../schemas/diagnostics';
 import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import { isoFromMs } from '../time';
@@ -174,6 +174,11 @@ const byId = <T extends { id: string }>(rows: readonly (T | undefined)[]): Map<s
 
 function blockerView(b: Blocker): TaskWaitView['blockedBy'][number] {
   return { resource: b.resource, id: b.id, name: b.name, reason: b.reason, needed: b.needed.toString(), available: b.available.toString(), retryAt: b.retryAtMs === null ? null : isoFromMs(b.retryAtMs) };
+}
+
+/** What lives under a scopeId by state (tasks, task groups, reservations), each count capped. */
+export async function scopeCounts(tx: Tx, spaceId: string, scopeId: string): Promise<ScopeCountsView> {
+  return countsView(runResourceStates, await tx.diagnostics.runCounts(spaceId, scopeId, diagnosticsCountCap));
 }
 
 /** Each type's counts by state, every state shown (0 included); `capped` when a type's rows reached the cap. */

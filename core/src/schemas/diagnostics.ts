@@ -118,13 +118,17 @@ export const waitsView = z
   .meta({ id: 'DiagnosticsWaits' });
 export type WaitsView = z.infer<typeof waitsView>;
 
+/** What lives under a scopeId by state: the ops run view's and GET /runs/{scopeId}'s counts. */
+export const scopeCountsView = countsOf(Object.keys(runResourceStates) as (keyof typeof runResourceStates)[]);
+export type ScopeCountsView = z.infer<typeof scopeCountsView>;
+
 export const runScopeParams = z.object({ spaceId: uuidInput, scopeId: uuidInput });
 export const runOpsQuery = listQuery;
 
 export const runOpsView = z
   .object({
     scopeId: uuid,
-    counts: countsOf(Object.keys(runResourceStates) as (keyof typeof runResourceStates)[]).describe('What lives under the scopeId by state; task groups are those created under it (parentScopeId)'),
+    counts: scopeCountsView.describe('What lives under the scopeId by state; task groups are those created under it (parentScopeId)'),
     liveTasks: pageOf(taskWaitView).describe('PENDING and RUNNING tasks of the scope in submit order, each with what it waits for; a page may hold fewer than `limit` when many ended tasks lie between'),
   })
   .meta({ id: 'RunOps' });

@@ -1,6 +1,8 @@
 export * from './common';
 export * from './budgets';
 export * from './barriers';
+export * from './claims';
+export * from './timers';
 export * from './pools';
 export * from './events';
 export * from './admin';
@@ -14,3 +16,4 @@ export * from './batches';
 export * from './destinations';
 export * from './diagnostics';
 export * from './usage';
+export * from './runs';

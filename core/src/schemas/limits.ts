@@ -10,7 +10,7 @@ export const spaceLimitsBody = z
     maxPayloadBytes: bounded(spaceLimitBounds.maxPayloadBytes, 'largest message or result payload, in bytes of JSON; at most the plan payload size').optional(),
     maxLeaseSeconds: bounded(spaceLimitBounds.maxLeaseSeconds, 'longer leases asked by recv, admit or renew are shortened to it').optional(),
     maxPendingWaiters: bounded(spaceLimitBounds.maxPendingWaiters, 'allowance waiters in line in the space; a wait beyond it is 429 BACKLOG_FULL').optional(),
-    maxArmedTimers: bounded(spaceLimitBounds.maxArmedTimers, 'armed timers in the space (stored and shown; no timers exist yet)').optional(),
+    maxArmedTimers: bounded(spaceLimitBounds.maxArmedTimers, 'ARMED timers in the space; an arm beyond it is 429 BACKLOG_FULL').optional(),
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'name at least one limit to set' });
 export type SpaceLimitsBody = z.infer<typeof spaceLimitsBody>;

@@ -10,7 +10,7 @@ export const maxRecvWaitMs = 30_000;
  * Any JSON value, required. The body is already parsed JSON; what is refused here is a missing
  * member and U+0000 anywhere in it, which PostgreSQL's jsonb cannot store (a 500 otherwise).
  */
-const jsonValue = z
+export const jsonValue = z
   .unknown()
   .refine((v) => v !== undefined, { message: 'is required' })
   .refine((v) => !JSON.stringify(v ?? null).includes('\\u0000'), { message: 'must not contain U+0000' })

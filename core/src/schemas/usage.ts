@@ -11,7 +11,7 @@ export const usageView = z
     operations: count('Operations this month (spec, Operations): the store\'s total plus what this server has not synced yet; other servers\' last second may be missing'),
     operationsLimit: capOrNone('The plan\'s operations per month; Free stops new work at it (OPERATIONS_EXHAUSTED), paid plans are only counted'),
     activeTasks: count('Tasks PENDING or RUNNING across the organization'),
-    activeRuns: count('Runs ACTIVE across the organization (0 until runs exist)'),
+    activeRuns: count('Runs ACTIVE across the organization (decisions §10)'),
     liveLeases: count('Leases held at once: CLAIMED messages and pool units in use (agents working at once)'),
     requestsThisMinute: count('Requests of the organization this calendar minute, on every server, as of this server\'s last sync'),
     plan: z.enum(plans),

@@ -1,5 +1,7 @@
 import type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from '../allowances/repository';
 import type { BarrierRepository } from '../barriers/repository';
+import type { ClaimRepository } from '../claims/repository';
+import type { TimerRepository } from '../timers/repository';
 import type { BudgetEntryRepository, BudgetRepository, ReservationRepository } from '../budgets/repository';
 import type { DeliveryAttemptRepository, DestinationRepository } from '../destinations/repository';
 import type { DiagnosticsRepository } from '../diagnostics/repository';
@@ -12,6 +14,7 @@ import type { ApiKeyRepository, OrgRepository, SpaceRepository } from '../tenanc
 import type { IdempotencyRepository } from './idempotency-repository';
 import type { RetentionRepository } from './retention-repository';
 import type { UsageRepository } from '../usage/repository';
+import type { RunRepository } from '../runs/repository';
 import type { SavepointRunner } from './savepoints';
 
 /**
@@ -32,6 +35,8 @@ export interface Repositories {
   reservations: ReservationRepository;
   budgetEntries: BudgetEntryRepository;
   barriers: BarrierRepository;
+  claims: ClaimRepository;
+  timers: TimerRepository;
   events: EventRepository;
   idempotency: IdempotencyRepository;
   retention: RetentionRepository;
@@ -45,10 +50,13 @@ export interface Repositories {
   deliveryAttempts: DeliveryAttemptRepository;
   diagnostics: DiagnosticsRepository;
   usage: UsageRepository;
+  runs: RunRepository;
 }
 
 export type { AllowanceRepository, AllowanceWaiterRepository, ConsumptionRepository } from '../allowances/repository';
 export type { BarrierRepository } from '../barriers/repository';
+export type { ClaimRepository } from '../claims/repository';
+export type { TimerRepository } from '../timers/repository';
 export type { BudgetEntryRepository, BudgetRepository, ReservationRepository } from '../budgets/repository';
 export type { DeliveryAttemptRepository, DestinationRepository } from '../destinations/repository';
 export type { DeliverySummary, DiagnosticsRepository, TaskSummary } from '../diagnostics/repository';
@@ -61,6 +69,7 @@ export type { ApiKeyRepository, KeyWithTenant, OrgRepository, SpaceRepository } 
 export type { IdempotencyRecord, IdempotencyRepository } from './idempotency-repository';
 export type { RetentionRepository, RetentionSpace, SpaceCutoff } from './retention-repository';
 export type { OrgLoad, UsageRepository } from '../usage/repository';
+export type { RunRepository } from '../runs/repository';
 export type { LockOptions } from './lock-options';
 export type { Page } from './page';
 export type { SavepointRunner } from './savepoints';

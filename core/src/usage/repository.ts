@@ -8,8 +8,10 @@
 export interface OrgLoad {
   /** Tasks PENDING or RUNNING: counted as tasks whose delivery is READY or CLAIMED (the same thing, on an index requests keep anyway). */
   activeTasks: number;
-  /** Leases held at once (spec, "Agents working at once"): CLAIMED messages and pool units in use. */
+  /** Leases held at once (spec, "Agents working at once"): CLAIMED messages, pool units in use and live claims. */
   liveLeases: number;
+  /** Runs ACTIVE (decisions §10): the plan's active runs. */
+  activeRuns: number;
 }
 
 export interface UsageRepository {
@@ -25,6 +27,6 @@ export interface UsageRepository {
   purgeRequestCountsBefore(minute: number, limit: number): Promise<number>;
   /** Deletes operation records of months before `month` ('YYYY-MM'), up to `limit` rows; says how many. */
   purgeOperationsBefore(month: string, limit: number): Promise<number>;
-  /** Each organization's load now (organizations with none are absent). */
-  loadOf(orgIds: readonly string[]): Promise<Map<string, OrgLoad>>;
+  /** Each organization's load at `nowMs` (organizations with none are absent). */
+  loadOf(orgIds: readonly string[], nowMs: number): Promise<Map<string, OrgLoad>>;
 }

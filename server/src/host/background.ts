@@ -1,7 +1,10 @@
-import { allowances, budgets, deliveries, groups, type Clock, type Random, type Store } from '@baton/core';
+import { allowances, budgets, claims, deliveries, groups, runs, timers, type Clock, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { replayWindowMs } from '../http/operation';
 import { RetentionSweep } from './retention';
+
+/** Cancelled runs one cascade transaction steps: each step may cancel up to 50 tasks and 50 child runs. */
+const cascadingRunsPerBatch = 4;
 
 /** Rows one sweep transaction handles; a full batch means more are due, so the sweep goes on. */
 const batchSize = 100;
@@ -53,10 +56,16 @@ export class BackgroundWork {
     await this.untilDone((nowMs) => this.store.transaction((tx) => allowances.serveDueLines(tx, nowMs, batchSize)));
     // Message leases that ran out go back to READY (or DEAD): their tokens die, recv wakes.
     await this.untilDone((nowMs) => this.store.transaction((tx) => deliveries.expireLeases(tx, nowMs, batchSize, this.random)));
+    // Claims whose lease ran out become EXPIRED (claim.expired); their keys are free already.
+    await this.untilDone((nowMs) => this.store.transaction((tx) => claims.expireLeases(tx, nowMs, batchSize)));
     // Tasks whose deadline passed before success become EXPIRED; a READY delivery is cancelled.
     await this.untilDone((nowMs) => this.store.transaction((tx) => deliveries.expireTaskDeadlines(tx, nowMs, batchSize, this.random)));
     // Task groups whose deadline passed undecided decide FAILED DEADLINE_EXCEEDED; live members are cancelled.
     await this.untilDone((nowMs) => this.store.transaction((tx) => groups.expireDeadlines(tx, nowMs, batchSize, this.random)));
+    // Due timers fire, oldest first: each sends its message and becomes FIRED in one transaction.
+    await this.untilDone((nowMs) => this.store.transaction((tx) => timers.fireDue(tx, nowMs, batchSize, this.random)));
+    // Cancelled runs' cascades, a few runs a transaction (each step cancels up to runs.cascadeBatch of each kind).
+    while ((await this.store.transaction((tx) => runs.cascadeDue(tx, this.clock.now(), cascadingRunsPerBatch, this.random))) === cascadingRunsPerBatch);
     await this.purgeIdempotency();
     await this.retention.pass();
   }

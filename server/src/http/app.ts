@@ -9,6 +9,8 @@ import { installRequestLog } from './request-log';
 import { adminRoutes } from './routes/admin';
 import { allowanceRoutes } from './routes/allowances';
 import { barrierRoutes } from './routes/barriers';
+import { claimRoutes } from './routes/claims';
+import { timerRoutes } from './routes/timers';
 import { budgetRoutes } from './routes/budgets';
 import { eventRoutes } from './routes/events';
 import { watchRoutes } from './routes/watch';
@@ -26,6 +28,7 @@ import { diagnosticRoutes } from './routes/diagnostics';
 import { spaceScope } from './space-scope';
 import { installLimits } from './limit-hooks';
 import { usageRoutes } from './routes/usage';
+import { runRoutes } from './routes/runs';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -77,6 +80,8 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
       installLimits(v1, deps);
       await v1.register(budgetRoutes(deps));
       await v1.register(barrierRoutes(deps));
+      await v1.register(claimRoutes(deps));
+      await v1.register(timerRoutes(deps));
       await v1.register(poolRoutes(deps));
       await v1.register(allowanceRoutes(deps));
       await v1.register(mailboxRoutes(deps));
@@ -90,6 +95,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
       await v1.register(destinationRoutes(deps));
       await v1.register(diagnosticRoutes(deps));
       await v1.register(usageRoutes(deps));
+      await v1.register(runRoutes(deps));
     },
     { prefix: '/v1/spaces/:spaceId' },
   );

@@ -70,7 +70,7 @@ export class LimitsSync {
         for (const [pendingMonth, byOrg] of pending) await tx.usage.addOperations(pendingMonth, byOrg);
         const others = await tx.usage.requestCountsOfOthers(this.serverId, own.minute);
         const totals = await tx.usage.operationsOf(month, orgIds);
-        const loads = await tx.usage.loadOf(orgIds);
+        const loads = await tx.usage.loadOf(orgIds, nowMs);
         return { others, totals, loads };
       });
       this.rate.setOthers(own.minute, read.others, nowMs);

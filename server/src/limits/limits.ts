@@ -44,6 +44,9 @@ export class Limits {
     if (policy.createsTasks && plan.activeTasks !== null && load.activeTasks + units > plan.activeTasks) {
       throw new BatonError('PLAN_LIMIT_REACHED', `active tasks: the organization has ${load.activeTasks} PENDING or RUNNING, its plan allows ${plan.activeTasks}`, undefined, loadRetryMs);
     }
+    if (policy.createsRuns && plan.activeRuns !== null && load.activeRuns + 1 > plan.activeRuns) {
+      throw new BatonError('PLAN_LIMIT_REACHED', `active runs: the organization has ${load.activeRuns} ACTIVE, its plan allows ${plan.activeRuns}`, undefined, loadRetryMs);
+    }
     return ticket;
   }
 
@@ -54,6 +57,7 @@ export class Limits {
     this.ledger.recordOperations(orgId, operations, nowMs);
     if (policy.claims) this.ledger.addLoad(orgId, { liveLeases: succeeded });
     if (policy.createsTasks) this.ledger.addLoad(orgId, { activeTasks: itemsCreated(result) });
+    if (policy.createsRuns) this.ledger.addLoad(orgId, { activeRuns: itemsCreated(result) });
     if (ticket && policy.renews) this.rate.giveBack(ticket, Math.min(ticket.units, succeeded));
     // A claim batch counts as its deliveries (decisions §8): the first was taken on the way in.
     if (ticket && policy.claims && succeeded > ticket.units) this.rate.charge(ticket, succeeded - ticket.units);

@@ -10,10 +10,12 @@ export interface RoutePolicy {
   read: boolean;
   /** Where a batch names its items, counted as that many requests (decisions §8). */
   itemsField?: 'tasks' | 'messages' | 'items';
-  /** A claim route (recv, admit, their batches): takes leases, so CONCURRENCY_LIMITED applies; an empty long poll is given back. */
+  /** A route that takes leases (recv, admit, their batches, claims): CONCURRENCY_LIMITED applies; an empty long poll is given back. */
   claims?: boolean;
   /** Creates tasks, so the plan's active tasks apply (PLAN_LIMIT_REACHED). */
   createsTasks?: boolean;
+  /** Creates runs, so the plan's active runs apply (PLAN_LIMIT_REACHED). */
+  createsRuns?: boolean;
   /** Lease renewals: not operations, and given back to the rate when they succeed (spec, Request rate 4). */
   renews?: boolean;
 }
@@ -35,6 +37,12 @@ const policies: Record<string, RoutePolicy> = {
   'POST /budgets/:id/void': recovery,
   'POST /barriers/:id/cancel': recovery,
   'POST /allowance-waiters/:id/cancel': recovery,
+  'POST /runs/:scopeId/cancel': recovery,
+  'POST /timers/:id/cancel': recovery,
+  'POST /claims/:id/renew': { ...recovery, renews: true },
+  'POST /claims/:id/release': recovery,
+  'POST /claims': { ...work, claims: true },
+  'POST /runs': { ...work, createsRuns: true },
   'POST /mailboxes/:id/recv': { ...work, claims: true },
   'POST /tasks/admit': { ...work, claims: true },
   'POST /mailboxes/:id/recv-batch': { ...work, claims: true },

@@ -6,11 +6,10 @@ const watchMs = 120_000;
 /** Operations not yet added to the store, by month then organization. */
 export type PendingOperations = Map<string, Map<string, number>>;
 
-/** Leases and tasks this server added since a load was read: taken off when the next read, which sees them, lands. */
-interface LocalLoad {
-  activeTasks: number;
-  liveLeases: number;
-}
+/** Leases, tasks and runs this server added since a load was read: taken off when the next read, which sees them, lands. */
+type LocalLoad = OrgLoad;
+
+const noLoad: OrgLoad = { activeTasks: 0, liveLeases: 0, activeRuns: 0 };
 
 /**
  * This server's view of each organization's usage between syncs: operations counted here and not
@@ -52,14 +51,18 @@ export class UsageLedger {
   }
 
   addLoad(orgId: string, added: Partial<LocalLoad>): void {
-    const local = this.local.get(orgId) ?? { activeTasks: 0, liveLeases: 0 };
-    this.local.set(orgId, { activeTasks: local.activeTasks + (added.activeTasks ?? 0), liveLeases: local.liveLeases + (added.liveLeases ?? 0) });
+    const local = this.local.get(orgId) ?? noLoad;
+    this.local.set(orgId, {
+      activeTasks: local.activeTasks + (added.activeTasks ?? 0),
+      liveLeases: local.liveLeases + (added.liveLeases ?? 0),
+      activeRuns: local.activeRuns + (added.activeRuns ?? 0),
+    });
   }
 
   loadOf(orgId: string): OrgLoad {
-    const read = this.loads.get(orgId) ?? { activeTasks: 0, liveLeases: 0 };
-    const local = this.local.get(orgId) ?? { activeTasks: 0, liveLeases: 0 };
-    return { activeTasks: read.activeTasks + local.activeTasks, liveLeases: read.liveLeases + local.liveLeases };
+    const read = this.loads.get(orgId) ?? noLoad;
+    const local = this.local.get(orgId) ?? noLoad;
+    return { activeTasks: read.activeTasks + local.activeTasks, liveLeases: read.liveLeases + local.liveLeases, activeRuns: read.activeRuns + local.activeRuns };
   }
 
   /** Organizations seen within the watch period; those older are forgotten. */
@@ -100,11 +103,11 @@ export class UsageLedger {
   applySync(month: string, orgIds: readonly string[], totals: ReadonlyMap<string, number>, loads: ReadonlyMap<string, OrgLoad>, mark: ReadonlyMap<string, LocalLoad>): void {
     for (const orgId of orgIds) {
       this.synced.set(orgId, { month, operations: totals.get(orgId) ?? 0 });
-      this.loads.set(orgId, loads.get(orgId) ?? { activeTasks: 0, liveLeases: 0 });
+      this.loads.set(orgId, loads.get(orgId) ?? noLoad);
       const before = mark.get(orgId);
       const local = this.local.get(orgId);
       if (!before || !local) continue;
-      this.local.set(orgId, { activeTasks: local.activeTasks - before.activeTasks, liveLeases: local.liveLeases - before.liveLeases });
+      this.local.set(orgId, { activeTasks: local.activeTasks - before.activeTasks, liveLeases: local.liveLeases - before.liveLeases, activeRuns: local.activeRuns - before.activeRuns });
     }
   }
 }

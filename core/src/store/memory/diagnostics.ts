@@ -120,6 +120,7 @@ export function memoryDiagnostics(repositories: () => Repositories, tables: { wa
       ...counted('tasks', await r().tasks.list(spaceId, scopeId, null, null, cap), cap),
       ...counted('taskGroups', (await r().taskGroups.list(spaceId, null, null, all)).filter((g) => g.parentScopeId === scopeId), cap),
       ...counted('reservations', (await reservationsOf(spaceId)).filter((x) => x.scopeId === scopeId), cap),
+      ...counted('timers', await r().timers.list(spaceId, { states: null, scopeId }, null, cap), cap),
     ],
   };
 }

@@ -7,12 +7,15 @@ import type { JournalEvent, NewEvent } from '../../events/model';
 import type { Pool, WorkLimit } from '../../pools/model';
 import { memoryPools } from './pools';
 import { memoryBarriers } from './barriers';
+import { memoryClaims } from './claims';
+import { memoryTimers } from './timers';
 import { memoryMessages } from './messages';
 import { memoryTasks } from './tasks';
 import { memoryGroups } from './groups';
 import { memoryDestinations } from './destinations';
 import { memoryDiagnostics } from './diagnostics';
 import { memoryUsage } from './usage';
+import { memoryRuns } from './runs';
 import type { OrgLoad } from '../../usage/repository';
 import type { ApiKey, Org, Space } from '../../tenancy/model';
 import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
@@ -131,25 +134,26 @@ export class MemoryStore implements Store {
       async (spaceId, messageId) => (await messageRepositories.messages.get(spaceId, messageId))?.taskId,
     );
     const { taskGroups, scopeSubtree } = memoryGroups(this.log, tasks);
+    const { runs, activeBySpace } = memoryRuns(this.log);
     const { liveBySpace, ...messageRepositories } = memoryMessages(this.log, scopeSubtree, (spaceId, id, move) => tasks.moveLive(spaceId, id, move));
-    const loadOf = (orgIds: readonly string[]): Map<string, OrgLoad> => {
+    const claims = memoryClaims(this.log);
+    const loadOf = async (orgIds: readonly string[], nowMs: number): Promise<Map<string, OrgLoad>> => {
       const loads = new Map<string, OrgLoad>();
       const orgOf = (spaceId: string): string | undefined => {
         const orgId = spaces.get(spaceId)?.orgId;
         return orgId !== undefined && orgIds.includes(orgId) ? orgId : undefined;
       };
-      const add = (orgId: string, activeTasks: number, liveLeases: number): void => {
-        const load = loads.get(orgId) ?? { activeTasks: 0, liveLeases: 0 };
-        loads.set(orgId, { activeTasks: load.activeTasks + activeTasks, liveLeases: load.liveLeases + liveLeases });
-      };
-      for (const [spaceId, live] of liveBySpace()) {
+      const add = (spaceId: string, added: Partial<OrgLoad>): void => {
         const orgId = orgOf(spaceId);
-        if (orgId !== undefined) add(orgId, live.deliveries, live.claimed);
-      }
-      for (const pool of this.poolTables.pools.scan()) {
-        const orgId = orgOf(pool.spaceId);
-        if (orgId !== undefined && pool.inUse > 0) add(orgId, 0, pool.inUse);
-      }
+        if (orgId === undefined) return;
+        const load = loads.get(orgId) ?? { activeTasks: 0, liveLeases: 0, activeRuns: 0 };
+        loads.set(orgId, { activeTasks: load.activeTasks + (added.activeTasks ?? 0), liveLeases: load.liveLeases + (added.liveLeases ?? 0), activeRuns: load.activeRuns + (added.activeRuns ?? 0) });
+      };
+      for (const [spaceId, live] of liveBySpace()) add(spaceId, { activeTasks: live.deliveries, liveLeases: live.claimed });
+      for (const pool of this.poolTables.pools.scan()) if (pool.inUse > 0) add(pool.spaceId, { liveLeases: pool.inUse });
+      for (const [spaceId, active] of activeBySpace()) add(spaceId, { activeRuns: active });
+      const spaceIds = [...spaces.scan()].filter((s) => orgIds.includes(s.orgId)).map((s) => s.id);
+      for (const [spaceId, held] of await claims.countLive(spaceIds, nowMs)) add(spaceId, { liveLeases: held });
       return loads;
     };
     return {
@@ -157,9 +161,12 @@ export class MemoryStore implements Store {
       ...memoryAllowances(this.allowanceTables),
       ...memoryPools(this.poolTables),
       barriers: memoryBarriers(this.log),
+      claims,
+      timers: memoryTimers(this.log),
       ...memoryDestinations(this.log),
       diagnostics: memoryDiagnostics(() => this.repositories, { waiters: this.allowanceTables.waiters, events: () => this.events.scan() }),
       usage: memoryUsage(this.log, loadOf),
+      runs,
       ...messageRepositories,
       tasks,
       taskGroups,

@@ -19,7 +19,7 @@ interface MinuteRequests {
  * Usage in memory: the same records as the SQL store's (migration 021). `loadOf` is handed in
  * because it counts other tables (messages, pools, spaces) that the memory store owns.
  */
-export function memoryUsage(log: () => (() => void)[] | undefined, loadOf: (orgIds: readonly string[]) => Map<string, OrgLoad>): UsageRepository {
+export function memoryUsage(log: () => (() => void)[] | undefined, loadOf: (orgIds: readonly string[], nowMs: number) => Promise<Map<string, OrgLoad>>): UsageRepository {
   const months = new MemoryTable<MonthOperations>(log);
   const minutes = new MemoryTable<MinuteRequests>(log);
   const monthKey = (orgId: string, month: string): string => `${orgId}\u0000${month}`;
@@ -60,6 +60,6 @@ export function memoryUsage(log: () => (() => void)[] | undefined, loadOf: (orgI
     },
     purgeRequestCountsBefore: async (minute, limit) => purge(minutes, (r) => minuteKey(r.serverId, r.orgId, r.minute), (r) => r.minute < minute, limit),
     purgeOperationsBefore: async (month, limit) => purge(months, (r) => monthKey(r.orgId, r.month), (r) => r.month < month, limit),
-    loadOf: async (orgIds) => loadOf(orgIds),
+    loadOf: (orgIds, nowMs) => loadOf(orgIds, nowMs),
   };
 }

@@ -24,14 +24,14 @@ export function usageRoutes(deps: AppDeps) {
       const month = monthOf(nowMs);
       // A read, not the hot path: one round trip for the stored total and the load, so a server that
       // has not served this organization lately still answers right.
-      const [stored, load] = await deps.store.read(async (tx) => Promise.all([tx.usage.operationsOf(month, [org.id]), tx.usage.loadOf([org.id])]));
+      const [stored, load] = await deps.store.read(async (tx) => Promise.all([tx.usage.operationsOf(month, [org.id]), tx.usage.loadOf([org.id], nowMs)]));
       const planLimits = effectiveLimits(org);
       return {
         month,
         operations: (stored.get(org.id) ?? 0) + deps.limits.ledger.unsyncedOperationsOf(org.id, nowMs),
         operationsLimit: planLimits.operationsPerMonth,
         activeTasks: load.get(org.id)?.activeTasks ?? 0,
-        activeRuns: 0,
+        activeRuns: load.get(org.id)?.activeRuns ?? 0,
         liveLeases: load.get(org.id)?.liveLeases ?? 0,
         requestsThisMinute: deps.limits.rate.requestsOf(org.id, nowMs),
         plan: org.plan,

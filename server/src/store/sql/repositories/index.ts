@@ -3,6 +3,8 @@ import type { SqlQueryable } from '../driver';
 import { sqlAllowances, sqlAllowanceWaiters, sqlConsumptions } from './allowances';
 import { sqlApiKeys } from './api-keys';
 import { sqlBarriers } from './barriers';
+import { sqlClaims } from './claims';
+import { sqlTimers } from './timers';
 import { sqlBudgetEntries } from './budget-entries';
 import { sqlBudgets } from './budgets';
 import { sqlDeliveryAttempts, sqlDestinations } from './destinations';
@@ -20,6 +22,7 @@ import { sqlTasks } from './tasks';
 import { sqlTaskGroups } from './groups';
 import { sqlWorkLimits } from './work-limits';
 import { sqlUsage } from './usage';
+import { sqlRuns } from './runs';
 
 /** The repositories over one connection or transaction. Cheap: plain closures, no state. */
 export function sqlRepositories(q: SqlQueryable): Repositories {
@@ -35,6 +38,8 @@ export function sqlRepositories(q: SqlQueryable): Repositories {
     reservations: sqlReservations(q),
     budgetEntries: sqlBudgetEntries(q),
     barriers: sqlBarriers(q),
+    claims: sqlClaims(q),
+    timers: sqlTimers(q),
     events: sqlEvents(q),
     idempotency: sqlIdempotency(q),
     retention: sqlRetention(q),
@@ -48,5 +53,6 @@ export function sqlRepositories(q: SqlQueryable): Repositories {
     deliveryAttempts: sqlDeliveryAttempts(q),
     diagnostics: sqlDiagnostics(q),
     usage: sqlUsage(q),
+    runs: sqlRuns(q),
   };
 }

@@ -1,5 +1,5 @@
 import type { OrgLoad, UsageRepository } from '@baton/core';
-import { toInt, toText } from '../codec';
+import { timeParam, toInt, toText } from '../codec';
 import type { SqlQueryable } from '../driver';
 
 interface CountRow {
@@ -57,13 +57,13 @@ export function sqlUsage(q: SqlQueryable): UsageRepository {
       );
       return rows.length;
     },
-    async loadOf(orgIds) {
+    async loadOf(orgIds, nowMs) {
       if (orgIds.length === 0) return new Map();
       // Live messages through messages_live, the partial index sends and claims keep anyway: the
       // count is bounded by the spaces' backlog limits, not by history. A task is PENDING or
       // RUNNING exactly while its delivery is READY or CLAIMED, so tasks need no index of their
       // own on state (one would end their HOT updates; migration 014).
-      const [messages, pools] = await Promise.all([
+      const [messages, pools, runs, claims] = await Promise.all([
         q.query<{ org_id: unknown; deliveries: unknown; claimed: unknown }>(
           `SELECT s.org_id, count(m.task_id) AS deliveries, count(*) FILTER (WHERE m.state = 'CLAIMED') AS claimed
              FROM spaces s JOIN messages m ON m.space_id = s.space_id AND m.state IN ('READY', 'CLAIMED')
@@ -75,13 +75,28 @@ export function sqlUsage(q: SqlQueryable): UsageRepository {
             WHERE s.org_id = ANY($1::text[]) GROUP BY s.org_id HAVING sum(p.in_use) > 0`,
           [orgIds],
         ),
+        // runs_active (migration 025): only ACTIVE runs are in it.
+        q.query<CountRow>(
+          `SELECT s.org_id, count(*) AS n FROM spaces s JOIN runs r ON r.space_id = s.space_id AND r.state = 'ACTIVE'
+            WHERE s.org_id = ANY($1::text[]) GROUP BY s.org_id`,
+          [orgIds],
+        ),
+        // claims_held_key (migration 023) holds only HELD claims; one whose lease ran out is not a lease any more.
+        q.query<CountRow>(
+          `SELECT s.org_id, count(*) AS n FROM spaces s JOIN claims c ON c.space_id = s.space_id AND c.state = 'HELD' AND c.lease_expires_at > $2
+            WHERE s.org_id = ANY($1::text[]) GROUP BY s.org_id`,
+          [orgIds, timeParam(nowMs)],
+        ),
       ]);
       const loads = new Map<string, OrgLoad>();
-      for (const r of messages) loads.set(toText(r.org_id), { activeTasks: toInt(r.deliveries), liveLeases: toInt(r.claimed) });
-      for (const [orgId, units] of byOrg(pools)) {
-        const load = loads.get(orgId) ?? { activeTasks: 0, liveLeases: 0 };
-        loads.set(orgId, { ...load, liveLeases: load.liveLeases + units });
-      }
+      const add = (orgId: string, added: Partial<OrgLoad>): void => {
+        const load = loads.get(orgId) ?? { activeTasks: 0, liveLeases: 0, activeRuns: 0 };
+        loads.set(orgId, { activeTasks: load.activeTasks + (added.activeTasks ?? 0), liveLeases: load.liveLeases + (added.liveLeases ?? 0), activeRuns: load.activeRuns + (added.activeRuns ?? 0) });
+      };
+      for (const r of messages) add(toText(r.org_id), { activeTasks: toInt(r.deliveries), liveLeases: toInt(r.claimed) });
+      for (const [orgId, units] of byOrg(pools)) add(orgId, { liveLeases: units });
+      for (const [orgId, active] of byOrg(runs)) add(orgId, { activeRuns: active });
+      for (const [orgId, held] of byOrg(claims)) add(orgId, { liveLeases: held });
       return loads;
     },
   };

@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storeTargets } from '../support/databases';
+import { allEvents, idem, openTestServer, type TestServer } from '../support/server';
+
+describe.each(storeTargets())('runs over HTTP on $name', (target) => {
+  let server: TestServer;
+  let close: () => Promise<void>;
+  let box: string;
+
+  beforeAll(async () => {
+    ({ server, close } = await openTestServer(target));
+    box = (await server.api('POST', '/mailboxes', { body: { name: 'run-work' }, idem: idem() })).body.id;
+  });
+  afterAll(async () => close());
+
+  const create = (body: Record<string, unknown>) => server.api('POST', '/runs', { body, idem: idem() });
+  const end = (scopeId: string, how: 'complete' | 'cancel') => server.api('POST', `/runs/${scopeId}/${how}`, { idem: idem() });
+  const view = async (scopeId: string, query = '') => (await server.api('GET', `/runs/${scopeId}${query}`)).body;
+  const submit = async (scopeId: string) => (await server.api('POST', '/tasks', { body: { scopeId, mailboxId: box, taskKey: randomUUID(), input: null }, idem: idem() })).body.taskId as string;
+  const task = async (id: string) => (await server.api('GET', `/tasks/${id}`)).body;
+
+  it('creates a run (201), answers a repeat with 200 and another body with 409, and journals run.created', async () => {
+    const scopeId = randomUUID();
+    const created = await create({ scopeId, name: 'triage' });
+    expect(created.statusCode).toBe(201);
+    expect(created.body).toMatchObject({ scopeId, parentScopeId: null, name: 'triage', state: 'ACTIVE', childLimit: 1000, children: 0, cascading: false, endedAt: null });
+    expect((await create({ scopeId, name: 'triage' })).statusCode).toBe(200);
+    expect((await create({ scopeId, name: 'other' })).body.error.code).toBe('CONFLICT');
+    const fresh = await create({});
+    expect(fresh.statusCode).toBe(201);
+    expect(fresh.body.scopeId).toMatch(/^[0-9a-f-]{36}$/);
+    const events = await allEvents(server, (all) => all.some((e) => e.type === 'run.created' && e.aggregate.id === scopeId));
+    expect(events.find((e) => e.type === 'run.created' && e.aggregate.id === scopeId)).toMatchObject({ aggregate: { type: 'run', id: scopeId }, data: { name: 'triage' } });
+  });
+
+  it("holds children to the parent's childLimit and to an ACTIVE parent; an unknown parent is 404", async () => {
+    const parent = (await create({ childLimit: 2 })).body.scopeId as string;
+    expect((await create({ parentScopeId: parent })).statusCode).toBe(201);
+    expect((await create({ parentScopeId: parent })).statusCode).toBe(201);
+    expect((await create({ parentScopeId: parent })).body.error).toMatchObject({ code: 'CONFLICT', message: expect.stringMatching(/childLimit of 2/) });
+    expect((await create({ parentScopeId: randomUUID() })).statusCode).toBe(404);
+    const done = (await create({})).body.scopeId as string;
+    expect((await end(done, 'complete')).body).toMatchObject({ state: 'COMPLETED' });
+    expect((await create({ parentScopeId: done })).body.error.code).toBe('CONFLICT');
+    const detail = await view(parent, '?limit=1');
+    expect(detail).toMatchObject({ children: 2, childRuns: { items: [{ parentScopeId: parent }] } });
+    expect((await view(parent, `?limit=1&cursor=${detail.childRuns.nextCursor}`)).childRuns).toMatchObject({ items: [{ parentScopeId: parent }], nextCursor: null });
+  });
+
+  it('completes and cancels idempotently; the other end is CONFLICT', async () => {
+    const a = (await create({})).body.scopeId as string;
+    expect((await end(a, 'complete')).body.endedAt).not.toBeNull();
+    expect((await end(a, 'complete')).statusCode).toBe(200);
+    expect((await end(a, 'cancel')).body.error).toMatchObject({ code: 'CONFLICT', message: expect.stringMatching(/COMPLETED/) });
+    const b = (await create({})).body.scopeId as string;
+    expect((await end(b, 'cancel')).body).toMatchObject({ state: 'CANCELLED', cascading: false });
+    expect((await end(b, 'cancel')).statusCode).toBe(200);
+    expect((await end(b, 'complete')).body.error.code).toBe('CONFLICT');
+    expect((await end(randomUUID(), 'cancel')).statusCode).toBe(404);
+  });
+
+  it('cancel cascades to armed timers, held claims, live tasks (RUN_CANCELLED) and child runs, whose own cascade the sweep finishes; ended tasks stay', async () => {
+    const parent = (await create({})).body.scopeId as string;
+    const child = (await create({ parentScopeId: parent })).body.scopeId as string;
+    const [pending, running, finished] = [await submit(parent), await submit(parent), await submit(parent)];
+    const admitted = await server.api('POST', '/tasks/admit', { body: { mailboxId: box, scopeId: parent, holder: 'w', holderSession: 's' }, idem: idem() });
+    expect(admitted.statusCode).toBe(200);
+    const done = await server.api('POST', '/tasks/admit', { body: { mailboxId: box, scopeId: parent, holder: 'w', holderSession: 's' }, idem: idem() });
+    await server.api('POST', `/messages/${done.body.messageId}/complete`, { body: { token: done.body.token } });
+    const childTask = await submit(child);
+    const timer = await server.api('POST', '/timers', { body: { timerKey: randomUUID(), scopeId: parent, delaySeconds: 60, mailboxId: box, payload: 'wake' }, idem: idem() });
+    expect(timer.statusCode).toBe(201);
+    const claim = await server.api('POST', '/claims', { body: { claimKey: `file-${randomUUID()}`, scopeId: parent, holder: 'agent', holderSession: 's1' }, idem: idem() });
+    expect(claim.statusCode).toBe(201);
+
+    const cancelled = await end(parent, 'cancel');
+    expect(cancelled.body).toMatchObject({ state: 'CANCELLED', cascading: false });
+    const states = await Promise.all([pending, running, finished].map(task));
+    expect(states.map((t) => t.state).sort()).toEqual(['CANCELLED', 'CANCELLED', 'SUCCEEDED']);
+    expect(states.filter((t) => t.state === 'CANCELLED').every((t) => t.failureReason === 'RUN_CANCELLED')).toBe(true);
+    expect((await server.api('GET', `/timers/${timer.body.id}`)).body).toMatchObject({ state: 'CANCELLED' });
+    expect((await server.api('GET', `/claims/${claim.body.id}`)).body).toMatchObject({ state: 'RELEASED' });
+    expect((await server.api('POST', `/claims/${claim.body.id}/renew`, { body: { token: claim.body.token } })).body.error.code).toBe('LEASE_LOST');
+    expect(await view(child)).toMatchObject({ state: 'CANCELLED', cascading: true });
+    expect((await task(childTask)).state).toBe('PENDING');
+    await server.baton.deps.runDueWork();
+    expect(await view(child)).toMatchObject({ state: 'CANCELLED', cascading: false });
+    expect(await task(childTask)).toMatchObject({ state: 'CANCELLED', failureReason: 'RUN_CANCELLED' });
+    expect((await view(parent)).counts.tasks.byState).toMatchObject({ CANCELLED: 2, SUCCEEDED: 1, PENDING: 0, RUNNING: 0 });
+  });
+
+  it('cancels a large run in bounded batches: the reply says cascading, the sweep finishes', async () => {
+    const scopeId = (await create({})).body.scopeId as string;
+    const batch = await server.api('POST', '/tasks/submit-batch', { body: { tasks: Array.from({ length: 80 }, () => ({ scopeId, mailboxId: box, taskKey: randomUUID(), input: null })) }, idem: idem() });
+    expect(batch.statusCode).toBe(200);
+    expect((await end(scopeId, 'cancel')).body).toMatchObject({ cascading: true });
+    expect((await view(scopeId)).counts.tasks.byState).toMatchObject({ CANCELLED: 50, PENDING: 30 });
+    await server.baton.deps.runDueWork();
+    expect(await view(scopeId)).toMatchObject({ cascading: false, counts: { tasks: { byState: { CANCELLED: 80, PENDING: 0 } } } });
+  });
+
+  it("refuses runs past the plan's active runs with PLAN_LIMIT_REACHED, and counts them in GET /usage", async () => {
+    const org = await server.admin('POST', '/orgs', { name: `runs-${randomUUID()}`, plan: 'ENTERPRISE', limits: { activeRuns: 2 } });
+    const space = await server.admin('POST', `/orgs/${org.body.id}/spaces`, { name: 'main' });
+    const key = (await server.admin('POST', `/orgs/${org.body.id}/keys`, { name: 'k' })).body.secret as string;
+    const call = (method: 'GET' | 'POST', path: string, body?: unknown) =>
+      server.inject(method, `/v1/spaces/${space.body.id}${path}`, { authorization: `Bearer ${key}`, 'idempotency-key': idem() }, body);
+    const first = (await call('POST', '/runs', {})).body.scopeId as string;
+    expect((await call('POST', '/runs', {})).statusCode).toBe(201);
+    const refused = await call('POST', '/runs', {});
+    expect(refused.statusCode).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: 'PLAN_LIMIT_REACHED', message: expect.stringMatching(/active runs/) });
+    expect((await call('GET', '/usage')).body).toMatchObject({ activeRuns: 2 });
+    await call('POST', `/runs/${first}/complete`);
+    await server.baton.deps.runDueWork();
+    expect((await call('POST', '/runs', {})).statusCode).toBe(201);
+  });
+});
