@@ -22,6 +22,7 @@ function claim(spaceId: string, claimKey: string, fencingToken: number, override
     holder: 'worker-a',
     holderSessionHash: 'a'.repeat(64),
     tokenHash: 'b'.repeat(64),
+    tokenNonce: 'n',
     fencingToken,
     state: 'HELD',
     leaseExpiresAt: T0 + 30_000,

@@ -82,7 +82,7 @@ describe.each(storeTargets())('usage store conformance on $name', (target) => {
         const key = await tx.claims.lockKey(spaceA1, claimKey, T0);
         await tx.claims.advanceKey({ ...key, lastFencingToken: 1, updatedAt: T0 });
         await tx.claims.insert({
-          id: randomUUID(), spaceId: spaceA1, claimKey, scopeId: randomUUID(), holder: 'h', holderSessionHash: 'a'.repeat(64), tokenHash: 'b'.repeat(64),
+          id: randomUUID(), spaceId: spaceA1, claimKey, scopeId: randomUUID(), holder: 'h', holderSessionHash: 'a'.repeat(64), tokenHash: 'b'.repeat(64), tokenNonce: 'n',
           fencingToken: 1, state, leaseExpiresAt, endedAt: state === 'HELD' ? null : T0, createdAt: T0 - 10, updatedAt: T0 - 10,
         });
       }

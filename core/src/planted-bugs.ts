@@ -36,6 +36,14 @@ export const plantableBugs = [
   'operations-stop-ignored',
   /** the retention sweep takes every window as zero: finished tasks are tombstoned and the journal purged at once. */
   'retention-ignores-window',
+  /** an acquire reuses the key's last fencing token instead of advancing it (claims; the memory store's unique-fencing guard steps aside). */
+  'claim-fencing-reused',
+  /** an acquire does not see the key's live holder and takes the key anyway: two HELD claims of one key (claims; the memory store's one-HELD guard steps aside). */
+  'claim-ignores-held',
+  /** the timer sweep fires a timer a second time right after firing it, under a fresh workKey (`timer:<id>:again`), with a second timer.fired. */
+  'timer-fires-twice',
+  /** a cancelled run's cascade forgets its PENDING and RUNNING tasks (runs). */
+  'run-cancel-skips-tasks',
 ] as const;
 
 /**

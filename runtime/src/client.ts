@@ -1,5 +1,5 @@
 import type { schemas } from '@baton/core';
-import type { Admitted, BatchItemReply, CallOptions, CreatedItemReply, GroupView, In, Out, TaskGroupApi, WorkerApi } from './contract';
+import type { Admitted, BatchItemReply, CallOptions, ClaimApi, ClaimGrant, ClaimView, CreatedItemReply, GroupView, In, Out, RunApi, TaskGroupApi, TimerApi, TimerView, WorkerApi } from './contract';
 import { BatonApiError, errorFromReply, isRetryable, networkError, timeoutError } from './errors';
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry';
@@ -69,13 +69,22 @@ export interface EventsQuery {
   cursor?: string;
   limit?: number;
 }
+export type ClaimState = ClaimView['state'];
+export interface ClaimListQuery extends StateListQuery<ClaimState> {
+  claimKey?: string;
+  scopeId?: string;
+}
+export type TimerState = TimerView['state'];
+export interface TimerListQuery extends StateListQuery<TimerState> {
+  scopeId?: string;
+}
 export interface GetBarrierOptions extends CallOptions {
   /** Wait on this epoch: the server answers at once when the barrier is in another one. */
   epoch?: number;
 }
 
-/** The whole API of a space. Extends WorkerApi and TaskGroupApi, so the compiler checks the seams worker.ts and groups.ts rely on. */
-export interface BatonClient extends WorkerApi, TaskGroupApi {
+/** The whole API of a space. Extends the seams of contract.ts, so the compiler checks what worker.ts, groups.ts, claims.ts, timers.ts and runs.ts rely on. */
+export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi, RunApi {
   readonly spaceId: string;
 
   // Budgets
@@ -220,6 +229,28 @@ export interface BatonClient extends WorkerApi, TaskGroupApi {
   completeRun(scopeId: string, options?: CallOptions): Promise<Out<S['runView']>>;
   /** POST /runs/{scopeId}/cancel: idempotent; cancels child runs and live tasks under it (`cascading` until done). */
   cancelRun(scopeId: string, options?: CallOptions): Promise<Out<S['runView']>>;
+
+  // Claims (decisions §10)
+  /** POST /claims: 201 a new claim with its token and fencing token; 200 the same claim for the same holder and holderSession; 409 CLAIM_HELD (details: holder, leaseExpiresAt) while another holds the key. */
+  acquireClaim(body: In<S['claimCreateBody']>, options?: CallOptions): Promise<ClaimGrant>;
+  /** GET /claims/{id} (never shows the token). */
+  getClaim(claimId: string, options?: CallOptions): Promise<ClaimView>;
+  /** GET /claims?claimKey=&scopeId=&state=: oldest first. */
+  listClaims(query?: ClaimListQuery, options?: CallOptions): Promise<Out<S['claimPage']>>;
+  /** POST /claims/{id}/renew: extends the lease to now + leaseSeconds; 409 LEASE_LOST once the token is not the live claim's. */
+  renewClaim(claimId: string, body: In<S['claimRenewBody']>, options?: CallOptions): Promise<ClaimView>;
+  /** POST /claims/{id}/release: RELEASED, the key free at once; a repeat is 409 LEASE_LOST. */
+  releaseClaim(claimId: string, body: In<S['claimReleaseBody']>, options?: CallOptions): Promise<ClaimView>;
+
+  // Timers (decisions §10)
+  /** POST /timers: 201 ARMED; 200 the timer for a repeat of timerKey with the same body. Fires `payload` into the mailbox as a message with workKey timer:<id>. */
+  armTimer(body: In<S['timerArmBody']>, options?: CallOptions): Promise<TimerView>;
+  /** GET /timers/{id} */
+  getTimer(timerId: string, options?: CallOptions): Promise<TimerView>;
+  /** GET /timers?state=&scopeId=: oldest first. */
+  listTimers(query?: TimerListQuery, options?: CallOptions): Promise<Out<S['timerPage']>>;
+  /** POST /timers/{id}/cancel: idempotent on a CANCELLED timer; 409 CONFLICT on a FIRED one. */
+  cancelTimer(timerId: string, options?: CallOptions): Promise<TimerView>;
 
   // Space limits and the journal
   /** GET /limits (usage_read) */
@@ -431,6 +462,17 @@ export function createClient(options: ClientOptions): BatonClient {
     cancelRun: (scopeId, o) => post(`/runs/${id(scopeId)}/cancel`, undefined, o),
     sealGroup: (groupId, o) => post(`/task-groups/${id(groupId)}/seal`, undefined, o),
 
+    acquireClaim: (body, o) => post('/claims', body, o),
+    getClaim: (claimId, o) => get(`/claims/${id(claimId)}`, undefined, o),
+    listClaims: (query, o) => get('/claims', { ...stateList(query), claimKey: query?.claimKey, scopeId: query?.scopeId }, o),
+    renewClaim: (claimId, body, o) => post(`/claims/${id(claimId)}/renew`, body, o),
+    releaseClaim: (claimId, body, o) => post(`/claims/${id(claimId)}/release`, body, o),
+
+    armTimer: (body, o) => post('/timers', body, o),
+    getTimer: (timerId, o) => get(`/timers/${id(timerId)}`, undefined, o),
+    listTimers: (query, o) => get('/timers', { ...stateList(query), scopeId: query?.scopeId }, o),
+    cancelTimer: (timerId, o) => post(`/timers/${id(timerId)}/cancel`, undefined, o),
+
     getLimits: (o) => get('/limits', undefined, o),
     setLimits: (body, o) => call({ method: 'PUT', path: '/limits', body }, o),
     getUsage: (o) => get('/usage', undefined, o),
@@ -452,5 +494,5 @@ function waitOf(body: { waitMs?: number }): { waitMs?: number } {
   return body.waitMs === undefined ? {} : { waitMs: body.waitMs };
 }
 
-// The seams worker.ts, helpers.ts and groups.ts are written against: a client must be both.
-createClient satisfies (options: ClientOptions) => WorkerApi & TaskGroupApi;
+// The seams worker.ts, helpers.ts, groups.ts, claims.ts, timers.ts and runs.ts are written against: a client must be all of them.
+createClient satisfies (options: ClientOptions) => WorkerApi & TaskGroupApi & ClaimApi & TimerApi & RunApi;

@@ -88,6 +88,33 @@ export interface TaskGroupApi {
   listTasks(query?: { scopeId?: string; limit?: number; cursor?: string }, options?: CallOptions): Promise<Out<typeof schemas.taskPage>>;
 }
 
+/** A claim as the server shows it (never with its token), and POST /claims's reply (with it). */
+export type ClaimView = Out<typeof schemas.claimView>;
+export type ClaimGrant = Out<typeof schemas.claimGrant>;
+
+/** The subset of the client that claims.ts (withClaim) uses: acquire, renew and release. */
+export interface ClaimApi {
+  acquireClaim(body: In<typeof schemas.claimCreateBody>, options?: CallOptions): Promise<ClaimGrant>;
+  renewClaim(claimId: string, body: In<typeof schemas.claimRenewBody>, options?: CallOptions): Promise<ClaimView>;
+  releaseClaim(claimId: string, body: In<typeof schemas.claimReleaseBody>, options?: CallOptions): Promise<ClaimView>;
+}
+
+export type TimerView = Out<typeof schemas.timerView>;
+
+/** The subset of the client that timers.ts uses. */
+export interface TimerApi {
+  armTimer(body: In<typeof schemas.timerArmBody>, options?: CallOptions): Promise<TimerView>;
+}
+
+export type RunView = Out<typeof schemas.runView>;
+
+/** The subset of the client that runs.ts (withChildRun) uses. */
+export interface RunApi {
+  createRun(body: In<typeof schemas.runCreateBody>, options?: CallOptions): Promise<RunView>;
+  completeRun(scopeId: string, options?: CallOptions): Promise<RunView>;
+  cancelRun(scopeId: string, options?: CallOptions): Promise<RunView>;
+}
+
 /**
  * The error every failed call surfaces: the server's envelope (decisions §3) or, for a
  * transport failure after the retries, code 'NETWORK' and status 0.

@@ -8,5 +8,8 @@ export * from './client';
 export * from './worker';
 export * from './helpers';
 export * from './groups';
+export * from './claims';
+export * from './timers';
+export * from './runs';
 export * from './watch';
 export * from './webhooks';

@@ -24,7 +24,7 @@ export class Network {
   requests = 0;
 
   constructor(
-    private readonly scheduler: Scheduler,
+    readonly scheduler: Scheduler,
     private readonly rng: SimRandom,
     private readonly faults: () => Faults,
     private readonly server: ServerHost,

@@ -31,7 +31,9 @@ describe('the simulator checks the runtime', () => {
     let leaseLostAnswers = 0;
     let leaseLostEvents = 0;
     let redelivered = 0;
-    for (const seed of [1, 2, 3, 4]) {
+    // Five seeds: the claims, timers and runs workload shares the server's sweep (its timers' firings draw ids
+    // from the same stream), which moved seeds 1 to 4 to fewer redeliveries (4 where there were 8).
+    for (const seed of [1, 2, 3, 4, 5]) {
       const result = await simulate({ seed, agents: 6, steps: 1_500, store: 'memory', runtimeBugs: { renewTooLate: true } });
       expect(result.violations, `seed ${seed}`).toEqual([]);
       leaseLostAnswers += result.tasks.leaseLostAnswers;

@@ -5,6 +5,8 @@ interface Entry {
   order: number;
   label: string;
   run: () => Promise<void> | void;
+  /** False for a side workload's entries (`uncounted()`): they run, but not as one of the run's --steps. */
+  counted: boolean;
 }
 
 /**
@@ -26,8 +28,19 @@ export class Scheduler {
     return this.clock.now();
   }
 
-  at(atMs: number, label: string, run: () => Promise<void> | void): void {
-    this.queue.push({ atMs: Math.max(atMs, this.now()), order: this.order++, label, run });
+  at(atMs: number, label: string, run: () => Promise<void> | void, counted = true): void {
+    this.queue.push({ atMs: Math.max(atMs, this.now()), order: this.order++, label, run, counted });
+  }
+
+  /**
+   * The same queue and clock, but what is queued through it does not count toward `steps`: a
+   * side workload (claims, timers, runs) runs beside the others without shortening their safety
+   * phase, so the steps they get, and the seeds that catch their planted bugs, stay as they were.
+   */
+  uncounted(): Scheduler {
+    const view = Object.create(this) as Scheduler;
+    view.at = (atMs, label, run) => this.at(atMs, label, run, false);
+    return view;
   }
 
   after(delayMs: number, label: string, run: () => Promise<void> | void): void {
@@ -52,7 +65,7 @@ export class Scheduler {
     const entry = this.queue.pop();
     if (!entry) return false;
     if (entry.atMs > this.now()) this.clock.advance(entry.atMs - this.now());
-    this.steps++;
+    if (entry.counted) this.steps++;
     await entry.run();
     await quiesce();
     return true;

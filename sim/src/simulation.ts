@@ -3,6 +3,7 @@ import { openStore, createScratchDatabase } from '@baton/server';
 import { Janitor } from './agents/janitor';
 import { BarrierWorkload } from './barriers';
 import { LimitsWorkload } from './limits';
+import { CoordinationWorkload } from './coordination';
 import { QuotaAgent } from './agents/quota-agent';
 import { MessageSender } from './agents/message-sender';
 import { MessageWorker } from './agents/message-worker';
@@ -107,6 +108,12 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const barriers = await BarrierWorkload.setUp(server, sim, rng.fork('barriers'));
     const tasks = await TaskWorkload.setUp(server, sim, rng.seed, config.runtimeBugs);
     const limits = await LimitsWorkload.setUp(server, store, sim, new SimRandom(`${rng.seed}/limits`));
+    // Claims, timers and runs go to a second server process on the same store, with streams of its
+    // own (ids, network, agents, restarts), so the rest of the run moves only through the shared
+    // sweep (the main server fires their timers and finishes their cascades, drawing ids as it goes).
+    const coordinationServer = new ServerHost(store, scheduler, new SimRandom(`${rng.seed}/coordination-server`));
+    await coordinationServer.start();
+    const coordination = await CoordinationWorkload.setUp(coordinationServer, sim, new SimRandom(`${rng.seed}/coordination`));
     const watcher = new Watcher('watcher', sim);
     // Two long-polling followers of GET /watch, each with a filter its seed picks.
     const followers = [new WatchFollower('follower0', sim), new WatchFollower('follower1', sim)];
@@ -118,6 +125,9 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     for (const agent of agents) agent.start();
     for (const agent of barriers.agents()) agent.start();
     for (const agent of limits.agents(new Network(scheduler, rng.fork('limits-network'), sim.faults, server, trace))) agent.start();
+    const coordinationNetwork = new Network(scheduler.uncounted(), new SimRandom(`${rng.seed}/coordination-network`), sim.faults, coordinationServer, trace);
+    for (const agent of coordination.agents(coordinationNetwork, new SimRandom(`${rng.seed}/coordination-agents`))) agent.start();
+    scheduleRestarts(scheduler.uncounted(), coordinationServer, new SimRandom(`${rng.seed}/coordination-server-faults`), sim, trace);
     scheduleServerFaults(scheduler, server, rng.fork('server-faults'), sim, trace);
 
     const checkEvery = config.store === 'memory' ? 1 : 25;
@@ -130,6 +140,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     phase = 'liveness';
     trace.add(scheduler.now(), 'liveness phase: faults off');
     if (!server.isUp()) await server.restart();
+    if (!coordinationServer.isUp()) await coordinationServer.restart();
     const livenessEndMs = scheduler.now() + livenessMs;
     while (ledger.violations.length === 0 && (scheduler.nextAtMs() ?? Infinity) <= livenessEndMs) await scheduler.step();
     phase = 'done';
@@ -151,6 +162,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     if (ledger.violations.length === 0) ledger.violations.push(...(await barriers.checkFinal(store)));
     if (ledger.violations.length === 0) ledger.violations.push(...limits.check(server.startsMs, faults.duplicate > 0));
     if (ledger.violations.length === 0) ledger.violations.push(...(await checkRetention(store, [tenant.spaceId, limits.spaceId], startMs, scheduler.now())));
+    if (ledger.violations.length === 0) ledger.violations.push(...(await coordination.checkFinal(store, sweptUntilMs)));
     if (ledger.violations.length === 0) {
       const journal = await readJournal(store, tenant.spaceId);
       for (const f of followers) ledger.violations.push(...checkWatchFollower(f.name, journal, f.filter, f.seen));
@@ -191,6 +203,26 @@ function scheduleServerFaults(scheduler: Scheduler, server: ServerHost, rng: Sim
     scheduler.after(tickMs, 'tick', tick);
   };
   scheduler.after(tickMs, 'tick', tick);
+}
+
+/**
+ * The coordination server's restarts and drains, at the run's fault rates on a tick of its own;
+ * the sweeps stay with the main server's tick (they are cross-space, and its draws must not move).
+ */
+function scheduleRestarts(scheduler: Scheduler, server: ServerHost, rng: SimRandom, sim: SimContext, trace: Trace): void {
+  const tick = async (): Promise<void> => {
+    if (sim.phase === 'done') return;
+    if (rng.chance(sim.faults().restart)) {
+      trace.add(scheduler.now(), 'coordination server restart');
+      await server.restart();
+    } else if (rng.chance(sim.faults().drain)) {
+      const downMs = rng.int(200, 3_000);
+      trace.add(scheduler.now(), `coordination server drain, down ${downMs} ms`);
+      await server.drainAndRestart(downMs);
+    }
+    scheduler.after(tickMs, 'coordination tick', tick);
+  };
+  scheduler.after(tickMs, 'coordination tick', tick);
 }
 
 interface Tenant {

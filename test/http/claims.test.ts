@@ -32,6 +32,17 @@ describe.each(storeTargets())('claims over HTTP on $name', (target) => {
     return mine(await allEvents(server, (all) => ready(mine(all))));
   };
 
+  it('a token cannot be computed from what the API shows: the claim id and a known holderSession are not enough', async () => {
+    const claimKey = freshKey();
+    const { createHmac, randomUUID } = await import('node:crypto');
+    const got = await acquire(claimKey, a, { scopeId: randomUUID() }); // its own scope: the list tests count this one's
+    expect(got.statusCode).toBe(201);
+    const guess = createHmac('sha256', a.holderSession).update(`baton-claim-token\u0000${server.spaceId}\u0000${got.body.id}`, 'utf8').digest('base64url');
+    expect((await release(got.body.id, guess)).body.error.code).toBe('LEASE_LOST');
+    expect(JSON.stringify((await server.api('GET', `/claims/${got.body.id}`)).body)).not.toMatch(/nonce|"token"/i);
+    expect((await release(got.body.id, got.body.token)).statusCode).toBe(200);
+  });
+
   it('acquires: 201 with token, fencing token 1 and a 30 s lease; the view never shows the token', async () => {
     const claimKey = freshKey();
     const now = server.clock.now();
@@ -197,6 +208,7 @@ describe.each(storeTargets())('claims over HTTP on $name', (target) => {
     const claimKey = freshKey();
     const first = await acquire(claimKey, a);
     await release(first.body.id, first.body.token);
+    server.clock.advance(1); // lists order by (createdAt, id): a later createdAt, not the ids' chance order
     const second = await acquire(claimKey, b);
     const byKey = await server.api('GET', `/claims?claimKey=${encodeURIComponent(claimKey)}`);
     expect(byKey.statusCode).toBe(200);

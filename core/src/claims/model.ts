@@ -24,6 +24,12 @@ export interface Claim {
   /** SHA-256 of the token (see rules.ts claimTokenFor); the token itself is only in POST /claims replies. */
   tokenHash: string;
   /**
+   * A random value drawn when the claim is made, one of the token's inputs, never shown by the
+   * API: claim ids are public and a holderSession may be too (message events show theirs), so
+   * without it anyone knowing both could compute the token.
+   */
+  tokenNonce: string;
+  /**
    * The key's sequence number of this claim: one more than the claim of the key before it, ever
    * (ClaimKeyRow.lastFencingToken), so a downstream system can refuse writes of an older holder.
    */

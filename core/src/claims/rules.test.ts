@@ -10,7 +10,7 @@ const session = 'session-1';
 function held(overrides: Partial<Claim> = {}): Claim {
   const id = 'c1';
   return newClaim(
-    { id, spaceId: 's', claimKey: 'k', scopeId: 'scope', holder: 'h', holderSessionHash: hashClaimSecret(session), tokenHash: hashClaimSecret(claimTokenFor('s', id, session)), ...overrides },
+    { id, spaceId: 's', claimKey: 'k', scopeId: 'scope', holder: 'h', holderSessionHash: hashClaimSecret(session), tokenHash: hashClaimSecret(claimTokenFor('s', id, 'n1', session)), tokenNonce: 'n1', ...overrides },
     advanceFencing(key, T0),
     T0 + 30_000,
     T0,
@@ -18,10 +18,10 @@ function held(overrides: Partial<Claim> = {}): Claim {
 }
 
 describe('claim rules', () => {
-  it('derives a token per claim from the session: stable, and different for another claim, space or session', () => {
-    const token = claimTokenFor('s', 'c1', session);
-    expect(claimTokenFor('s', 'c1', session)).toBe(token);
-    expect(new Set([token, claimTokenFor('s', 'c2', session), claimTokenFor('t', 'c1', session), claimTokenFor('s', 'c1', 'session-2')]).size).toBe(4);
+  it('derives a token per claim from the session and a nonce: stable, and different for another claim, space, nonce or session', () => {
+    const token = claimTokenFor('s', 'c1', 'n1', session);
+    expect(claimTokenFor('s', 'c1', 'n1', session)).toBe(token);
+    expect(new Set([token, claimTokenFor('s', 'c2', 'n1', session), claimTokenFor('t', 'c1', 'n1', session), claimTokenFor('s', 'c1', 'n2', session), claimTokenFor('s', 'c1', 'n1', 'session-2')]).size).toBe(5);
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
@@ -50,7 +50,7 @@ describe('claim rules', () => {
 
   it('holds only with the live token: not another, not past the lease, not once ended', () => {
     const c = held();
-    const token = claimTokenFor('s', 'c1', session);
+    const token = claimTokenFor('s', 'c1', 'n1', session);
     expect(holdsClaim(c, token, T0 + 29_999)).toBe(true);
     expect(holdsClaim(c, 'nope', T0)).toBe(false);
     expect(holdsClaim(c, token, T0 + 30_000)).toBe(false);

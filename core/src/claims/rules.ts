@@ -24,14 +24,15 @@ export function assertClaimKeyRow(k: ClaimKeyRow): void {
 }
 
 /**
- * The token of a claim: HMAC-SHA256 keyed by the holderSession over the claim's space and id.
- * Derived, not random, so that a re-claim by the same holder and session (decisions §10: 200,
- * the same claim) answers the same token although only hashes are stored: the session, which
- * only the claimant has in the clear, is the one input the database lacks. Each claim has a
- * fresh random id, so each claim's token is new, and a stale one never matches a later claim.
+ * The token of a claim: HMAC-SHA256 keyed by the holderSession over the claim's space, id and
+ * tokenNonce. Derived, not random, so that a re-claim by the same holder and session (decisions
+ * §10: 200, the same claim) answers the same token although only hashes are stored: the session,
+ * which only the claimant has in the clear, is the one input the database lacks; the nonce, which
+ * the API never shows, is the one input an API reader lacks (claim ids are public, and a session
+ * name may be too). Each claim has a fresh id and nonce, so a stale token never matches a later claim.
  */
-export function claimTokenFor(spaceId: string, claimId: string, holderSession: string): string {
-  return createHmac('sha256', holderSession).update(`baton-claim-token\u0000${spaceId}\u0000${claimId}`, 'utf8').digest('base64url');
+export function claimTokenFor(spaceId: string, claimId: string, tokenNonce: string, holderSession: string): string {
+  return createHmac('sha256', holderSession).update(`baton-claim-token\u0000${spaceId}\u0000${claimId}\u0000${tokenNonce}`, 'utf8').digest('base64url');
 }
 
 /** What the store keeps of a holderSession or token: its SHA-256 (messages/rules.ts hashToken). */
@@ -74,7 +75,7 @@ export function advanceFencing(k: ClaimKeyRow, nowMs: number): ClaimKeyRow {
 }
 
 export function newClaim(
-  fields: Pick<Claim, 'id' | 'spaceId' | 'claimKey' | 'scopeId' | 'holder' | 'holderSessionHash' | 'tokenHash'>,
+  fields: Pick<Claim, 'id' | 'spaceId' | 'claimKey' | 'scopeId' | 'holder' | 'holderSessionHash' | 'tokenHash' | 'tokenNonce'>,
   key: ClaimKeyRow,
   leaseExpiresAt: number,
   nowMs: number,

@@ -9,6 +9,7 @@ import type { Page } from '../store/page';
 import { together } from '../store/together';
 import type { Tx } from '../store/store';
 import { isoFromMs } from '../time';
+import { plantedBugs } from '../planted-bugs';
 import type { Claim, ClaimState } from './model';
 import { advanceFencing, claimTokenFor, decideAcquire, expiredClaim, hashClaimSecret, holdsClaim, newClaim, releasedClaim, renewedClaim } from './rules';
 import { claimGrantView, claimView } from './views';
@@ -35,9 +36,10 @@ export async function acquire(ctx: OpContext, body: ClaimCreateBody): Promise<{ 
     ctx.tx.claims.lockKey(ctx.spaceId, body.claimKey, ctx.nowMs),
     ctx.tx.claims.getHeld(ctx.spaceId, body.claimKey, { forUpdate: true }),
   );
-  const decision = decideAcquire(held, body.holder, hashClaimSecret(body.holderSession), ctx.nowMs);
+  // Planted (test-only): a live holder of the key goes unseen, and the key is taken anyway.
+  const decision = decideAcquire(plantedBugs.has('claim-ignores-held') && held !== undefined && held.leaseExpiresAt > ctx.nowMs ? undefined : held, body.holder, hashClaimSecret(body.holderSession), ctx.nowMs);
   if (decision.kind === 'same') {
-    const token = claimTokenFor(ctx.spaceId, decision.claim.id, body.holderSession);
+    const token = claimTokenFor(ctx.spaceId, decision.claim.id, decision.claim.tokenNonce, body.holderSession);
     assert(hashClaimSecret(token) === decision.claim.tokenHash, `claim ${decision.claim.id}: its token does not derive from its session`);
     return { created: false, grant: claimGrantView(decision.claim, token, body.holderSession) };
   }
@@ -51,8 +53,11 @@ export async function acquire(ctx: OpContext, body: ClaimCreateBody): Promise<{ 
     await ctx.tx.claims.update(ended);
     events.push(expiredEvent(ended, id));
   }
-  const advanced = advanceFencing(key, ctx.nowMs);
-  const token = claimTokenFor(ctx.spaceId, id, body.holderSession);
+  // Planted (test-only): the key's last fencing token is used again, its row left as it was.
+  const reused = plantedBugs.has('claim-fencing-reused') && key.lastFencingToken > 0;
+  const advanced = reused ? key : advanceFencing(key, ctx.nowMs);
+  const tokenNonce = ctx.random.uuid();
+  const token = claimTokenFor(ctx.spaceId, id, tokenNonce, body.holderSession);
   const claim = newClaim(
     {
       id,
@@ -62,12 +67,13 @@ export async function acquire(ctx: OpContext, body: ClaimCreateBody): Promise<{ 
       holder: body.holder,
       holderSessionHash: hashClaimSecret(body.holderSession),
       tokenHash: hashClaimSecret(token),
+      tokenNonce,
     },
     advanced,
     leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
     ctx.nowMs,
   );
-  await ctx.tx.claims.advanceKey(advanced);
+  if (!reused) await ctx.tx.claims.advanceKey(advanced);
   await ctx.tx.claims.insert(claim);
   events.push(claimEvent(claim, eventTypes.claimAcquired, { leaseExpiresAt: isoFromMs(claim.leaseExpiresAt) }));
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);

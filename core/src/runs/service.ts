@@ -11,6 +11,7 @@ import type { Tx } from '../store/store';
 import { defaultSpaceLimits } from '../tenancy/space-limits';
 import type { Random } from '../random';
 import { isoFromMs } from '../time';
+import { plantedBugs } from '../planted-bugs';
 import { runCancelledReason, type Run } from './model';
 import { addChild, assertRun, endRun } from './rules';
 
@@ -110,7 +111,8 @@ async function cascadeStep(ctx: OpContext, run: Run): Promise<Run> {
   // Timers before tasks: a timer's lock comes before its mailbox's (docs/lock-order.md), and a task's cancel takes message locks.
   const timers = await cancelArmedInScope(ctx, [run.scopeId], cascadeBatch, runCancelledReason);
   const claims = await releaseInScope(ctx, run.scopeId, cascadeBatch, runCancelledReason);
-  const live = await ctx.tx.tasks.list(ctx.spaceId, run.scopeId, ['PENDING', 'RUNNING'], null, cascadeBatch);
+  // Planted (test-only): the cascade forgets the run's live tasks.
+  const live = plantedBugs.has('run-cancel-skips-tasks') ? [] : await ctx.tx.tasks.list(ctx.spaceId, run.scopeId, ['PENDING', 'RUNNING'], null, cascadeBatch);
   for (const task of live) await cancelIfLive(ctx, task.id);
   if ([children.length, timers, claims, live.length].some((n) => n === cascadeBatch)) return run;
   const done = { ...run, cascadePending: false, updatedAt: ctx.nowMs };

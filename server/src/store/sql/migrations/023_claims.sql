@@ -24,6 +24,8 @@ CREATE TABLE claims (
   -- SHA-256 (hex) of the holderSession and of the token: neither is stored in the clear.
   holder_session_hash  text NOT NULL,
   token_hash           text NOT NULL,
+  -- One of the token's inputs (core/src/claims/rules.ts claimTokenFor); never shown by the API.
+  token_nonce          text NOT NULL,
   fencing_token        bigint NOT NULL CHECK (fencing_token >= 1),
   state                text NOT NULL CHECK (state IN ('HELD', 'RELEASED', 'EXPIRED')),
   lease_expires_at     timestamptz NOT NULL,

@@ -12,6 +12,7 @@ interface ClaimRow {
   holder: unknown;
   holder_session_hash: unknown;
   token_hash: unknown;
+  token_nonce: unknown;
   fencing_token: unknown;
   state: unknown;
   lease_expires_at: unknown;
@@ -28,7 +29,7 @@ interface KeyRow {
   updated_at: unknown;
 }
 
-const columns = 'space_id, id, claim_key, scope_id, holder, holder_session_hash, token_hash, fencing_token, state, lease_expires_at, ended_at, created_at, updated_at';
+const columns = 'space_id, id, claim_key, scope_id, holder, holder_session_hash, token_hash, fencing_token, state, lease_expires_at, ended_at, created_at, updated_at, token_nonce';
 const keyColumns = 'space_id, claim_key, last_fencing_token, created_at, updated_at';
 
 /** fencing_token is bigint; toInt refuses anything past 2^53 - 1, so the JSON number stays exact. */
@@ -41,6 +42,7 @@ function toClaim(row: ClaimRow): Claim {
     holder: toText(row.holder),
     holderSessionHash: toText(row.holder_session_hash),
     tokenHash: toText(row.token_hash),
+    tokenNonce: toText(row.token_nonce),
     fencingToken: toInt(row.fencing_token),
     state: toText(row.state) as ClaimState,
     leaseExpiresAt: toMs(row.lease_expires_at),
@@ -64,7 +66,7 @@ function toKey(row: KeyRow): ClaimKeyRow {
 function params(c: Claim): SqlParam[] {
   return [
     c.spaceId, c.id, c.claimKey, c.scopeId, c.holder, c.holderSessionHash, c.tokenHash, c.fencingToken, c.state,
-    timeParam(c.leaseExpiresAt), timeParamOrNull(c.endedAt), timeParam(c.createdAt), timeParam(c.updatedAt),
+    timeParam(c.leaseExpiresAt), timeParamOrNull(c.endedAt), timeParam(c.createdAt), timeParam(c.updatedAt), c.tokenNonce,
   ];
 }
 
@@ -100,18 +102,18 @@ export function sqlClaims(q: SqlQueryable): ClaimRepository {
       return row && toClaim(row);
     },
     async insert(claim) {
-      await q.write(`INSERT INTO claims (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, params(claim));
+      await q.write(`INSERT INTO claims (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, params(claim));
     },
     async get(spaceId, id, options) {
       const [row] = await q.query<ClaimRow>(`SELECT ${columns} FROM claims WHERE space_id = $1 AND id = $2${lockClause(options)}`, [spaceId, id]);
       return row && toClaim(row);
     },
     async update(claim) {
-      // The key and fencing token of a claim never change: they are in the WHERE, not the SET.
+      // The key, fencing token and token nonce of a claim never change: they are in the WHERE, not the SET.
       await writeOne(
         q,
         `UPDATE claims SET scope_id = $4, holder = $5, holder_session_hash = $6, token_hash = $7, state = $9, lease_expires_at = $10, ended_at = $11, created_at = $12, updated_at = $13
-         WHERE space_id = $1 AND id = $2 AND claim_key = $3 AND fencing_token = $8 RETURNING 1`,
+         WHERE space_id = $1 AND id = $2 AND claim_key = $3 AND fencing_token = $8 AND token_nonce = $14 RETURNING 1`,
         params(claim),
         `update of missing claim ${claim.id}`,
       );
