@@ -88,6 +88,12 @@ export interface TaskGroupApi {
   listTasks(query?: { scopeId?: string; limit?: number; cursor?: string }, options?: CallOptions): Promise<Out<typeof schemas.taskPage>>;
 }
 
+/** The subset of the client that timers.ts (sleepUntil) uses besides arming: receive and complete one message. */
+export interface TimerWaitApi {
+  recv(mailboxId: string, body: In<typeof schemas.recvBody>, options?: CallOptions): Promise<Out<typeof schemas.deliveryView> | null>;
+  complete(messageId: string, body: In<typeof schemas.completeBody>, options?: CallOptions): Promise<Out<typeof schemas.completeReply>>;
+}
+
 /** A claim as the server shows it (never with its token), and POST /claims's reply (with it). */
 export type ClaimView = Out<typeof schemas.claimView>;
 export type ClaimGrant = Out<typeof schemas.claimGrant>;

@@ -1,4 +1,4 @@
-import type { CallOptions, TimerApi, TimerView } from './contract';
+import type { CallOptions, TimerApi, TimerView, TimerWaitApi } from './contract';
 
 /**
  * Timers (decisions §10; docs/api.md "Timers"): ask the service to send a message to a mailbox
@@ -55,4 +55,29 @@ export function firedTimerIdOf(message: { workKey: string | null }): string | nu
   if (workKey === null || !workKey.startsWith(timerWorkKeyPrefix)) return null;
   const timerId = workKey.slice(timerWorkKeyPrefix.length);
   return timerId.length > 0 ? timerId : null;
+}
+
+/** Longest one recv of sleepUntil parks on the server before it asks again. */
+const sleepPollWaitMs = 20_000;
+
+/**
+ * Sleeps until a timer fires, durably: arms it (ArmTimerRequest), then long-polls recv on its
+ * mailbox in its scopeId, completes the message the timer sent and answers its payload. `scopeId`
+ * must belong to this sleep alone (a fresh UUID, kept with the caller's state): recv takes only
+ * messages of that scope, so the sleep never takes another message from a shared mailbox, and a
+ * process that died mid-sleep and calls again with the same timerKey and scopeId finds the same
+ * timer (200 on arm) and its message, fired or not. `holder` names the sleeper in the message's
+ * claim. Aborting `signal` ends the wait (the timer stays armed: cancel it with cancelTimer).
+ */
+export async function sleepUntil(client: TimerApi & TimerWaitApi, request: ArmTimerRequest & { holder: string }, options: CallOptions = {}): Promise<unknown> {
+  const timer = await armTimer(client, request, options);
+  // The arm's Idempotency-Key (if the caller gave one) is the arm's alone.
+  const each: CallOptions = { signal: options.signal, timeoutMs: options.timeoutMs };
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const delivery = await client.recv(request.mailboxId, { scopeId: request.scopeId, holder: request.holder, holderSession: timer.id, waitMs: sleepPollWaitMs }, each);
+    if (delivery === null) continue;
+    await client.complete(delivery.messageId, { token: delivery.token }, each);
+    return delivery.payload;
+  }
 }

@@ -204,6 +204,7 @@ describe.each(storeTargets())('diagnostics over HTTP on $name', (target) => {
       taskGroups: { total: 1, capped: false, byState: { OPEN: 1, SEALED: 0, DECIDED: 0 } },
       reservations: { total: 1, capped: false, byState: { ACTIVE: 1, SETTLED: 0, VOIDED: 0 } },
       timers: { total: 0, capped: false, byState: { ARMED: 0, FIRED: 0, CANCELLED: 0 } },
+      claims: { total: 0, capped: false, byState: { HELD: 0, RELEASED: 0, EXPIRED: 0 } },
     });
     const base = { mailboxId: box.id, scopeId };
     expect(res.body.liveTasks.items).toEqual([

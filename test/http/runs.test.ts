@@ -87,7 +87,11 @@ describe.each(storeTargets())('runs over HTTP on $name', (target) => {
     await server.baton.deps.runDueWork();
     expect(await view(child)).toMatchObject({ state: 'CANCELLED', cascading: false });
     expect(await task(childTask)).toMatchObject({ state: 'CANCELLED', failureReason: 'RUN_CANCELLED' });
-    expect((await view(parent)).counts.tasks.byState).toMatchObject({ CANCELLED: 2, SUCCEEDED: 1, PENDING: 0, RUNNING: 0 });
+    expect((await view(parent)).counts).toMatchObject({
+      tasks: { byState: { CANCELLED: 2, SUCCEEDED: 1, PENDING: 0, RUNNING: 0 } },
+      claims: { total: 1, byState: { HELD: 0, RELEASED: 1 } },
+      timers: { total: 1, byState: { ARMED: 0, CANCELLED: 1 } },
+    });
   });
 
   it('cancels a large run in bounded batches: the reply says cascading, the sweep finishes', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SystemClock } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
-import { armTimer, ClaimHeldError, createClient, firedTimerIdOf, withChildRun, withClaim, type BatonClient, type ClaimEvent } from '@baton/runtime';
+import { armTimer, ClaimHeldError, createClient, firedTimerIdOf, sleepUntil, withChildRun, withClaim, type BatonClient, type ClaimEvent } from '@baton/runtime';
 
 /**
  * withClaim, armTimer and withChildRun against a live server on embedded PGlite, on the system
@@ -91,4 +91,14 @@ describe('claims, timers and runs against a live server', () => {
     expect(task).toMatchObject({ state: 'CANCELLED' });
     expect((await client.getRun(parent.scopeId)).childRuns.items.map((r) => r.scopeId).sort()).toEqual([done, failedScopeId].sort());
   });
+  it('sleepUntil arms a timer in a scope of its own, wakes with its payload when it fires, and leaves other messages of the mailbox alone', async () => {
+    const mailbox = await client.createMailbox({ name: `sleeps-${randomUUID().slice(0, 8)}` });
+    const other = await client.send(mailbox.id, { scopeId: randomUUID(), payload: 'not mine' });
+    const started = Date.now();
+    const payload = await sleepUntil(client, { timerKey: `sleep-${randomUUID()}`, scopeId: randomUUID(), mailboxId: mailbox.id, payload: { wake: 'up' }, delayMs: 1_000, holder: 'sleeper' });
+    expect(payload).toEqual({ wake: 'up' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
+    const left = await client.listMessages(mailbox.id, { state: ['READY'] });
+    expect(left.items.map((m) => m.id)).toEqual([other.id]);
+  }, 20_000);
 });

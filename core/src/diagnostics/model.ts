@@ -6,6 +6,7 @@ import { groupStates } from '../groups/model';
 import { messageStates } from '../messages/model';
 import { taskStates } from '../tasks/model';
 import { timerStates } from '../timers/model';
+import { claimStates } from '../claims/model';
 
 /**
  * Diagnostics (decisions §9): read-only views for an operator of a space. Nothing here is read
@@ -46,6 +47,7 @@ export const runResourceStates = {
   taskGroups: groupStates,
   reservations: reservationStates,
   timers: timerStates,
+  claims: claimStates,
 } as const satisfies Record<string, readonly string[]>;
 export type RunResourceType = keyof typeof runResourceStates;
 

@@ -121,6 +121,7 @@ export function memoryDiagnostics(repositories: () => Repositories, tables: { wa
       ...counted('taskGroups', (await r().taskGroups.list(spaceId, null, null, all)).filter((g) => g.parentScopeId === scopeId), cap),
       ...counted('reservations', (await reservationsOf(spaceId)).filter((x) => x.scopeId === scopeId), cap),
       ...counted('timers', await r().timers.list(spaceId, { states: null, scopeId }, null, cap), cap),
+      ...counted('claims', await r().claims.list(spaceId, { claimKey: null, scopeId, states: null }, null, cap), cap),
     ],
   };
 }

@@ -52,7 +52,9 @@ const runCountsSql = `
   UNION ALL
   SELECT 'reservations' AS type, state, count(*) AS n FROM (SELECT state FROM reservations WHERE space_id = $1 AND scope_id = $2 LIMIT $3) t GROUP BY state
   UNION ALL
-  SELECT 'timers' AS type, state, count(*) AS n FROM (SELECT state FROM timers WHERE space_id = $1 AND scope_id = $2 LIMIT $3) t GROUP BY state`;
+  SELECT 'timers' AS type, state, count(*) AS n FROM (SELECT state FROM timers WHERE space_id = $1 AND scope_id = $2 LIMIT $3) t GROUP BY state
+  UNION ALL
+  SELECT 'claims' AS type, state, count(*) AS n FROM (SELECT state FROM claims WHERE space_id = $1 AND scope_id = $2 LIMIT $3) t GROUP BY state`;
 
 const deliveryColumns = 'id, task_id, mailbox_id, scope_id, state, attempt, requirements, holder, holder_session, lease_expires_at, created_at';
 const taskColumns = 'id, task_key, state, mailbox_id, scope_id, message_id, created_at';
