@@ -40,7 +40,9 @@ export class LimitsWorkload {
     const perMinute = rng.int(8, 24);
     await call('PUT', '/limits', { requestsPerMinute: perMinute });
     const mailbox = await call('POST', '/mailboxes', { name: 'limited', mode: 'WORK', backlogLimit: 1_000 });
-    const left = rng.int(3, 10);
+    // Fewer operations left than a third of the minute's ordinary share, so the month runs out while
+    // the rate still lets work through: a stop that does not hold shows as work that succeeds.
+    const left = rng.int(1, Math.max(1, Math.floor((perMinute * 0.8) / 3)));
     await store.transaction((tx) => tx.usage.addOperations(monthOf(sim.scheduler.now()), new Map([[org.id, freeOperations - left]])));
     // The first server learns the seeded count now, as a server that has run a while would have.
     await server.runDueWork();
