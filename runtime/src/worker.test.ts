@@ -1,53 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Admitted, ApiErrorShape, BatchItemReply, CallOptions, WorkerApi } from './contract';
-import type { RuntimeClock } from './clock';
+import { flush, ManualClock } from './testing/manual-clock';
 import { createWorker, DeliveryAbortedError, nonRetryable, PermanentError, type HandlerContext, type WorkerEvent, type Worker, type WorkerOptions } from './worker';
-
-// ---------------------------------------------------------------------------------------------
-// A clock that moves only when told: every sleep is a timer fired by advance(), in time order,
-// with the microtask queue drained after each so the worker reacts before the next one fires.
-
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-class FakeClock implements RuntimeClock {
-  private t = Date.parse('2026-01-01T00:00:00.000Z');
-  private seq = 0;
-  private timers: { atMs: number; seq: number; fire: () => void }[] = [];
-
-  now(): number {
-    return this.t;
-  }
-
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      // As systemClock: a fired timer removes its abort listener (a long renew loop sleeps on one signal many times).
-      const onAbort = (): void => {
-        this.timers = this.timers.filter((t) => t !== timer);
-        reject(signal!.reason);
-      };
-      const timer = { atMs: this.t + Math.max(0, ms), seq: this.seq++, fire: () => (signal?.removeEventListener('abort', onAbort), resolve()) };
-      this.timers.push(timer);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  async advance(ms: number): Promise<void> {
-    const targetMs = this.t + ms;
-    await flush();
-    for (;;) {
-      const due = this.timers.filter((t) => t.atMs <= targetMs).sort((a, b) => a.atMs - b.atMs || a.seq - b.seq)[0];
-      if (!due) break;
-      this.timers = this.timers.filter((t) => t !== due);
-      this.t = Math.max(this.t, due.atMs);
-      due.fire();
-      await flush();
-    }
-    this.t = targetMs;
-    await flush();
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // An in-memory mailbox of task deliveries behind WorkerApi: claims, tokens and leases as the
@@ -95,7 +50,7 @@ class FakeMailbox {
   maxLeaseSeconds = 600;
   private wakeAdmits: (() => void)[] = [];
 
-  constructor(private readonly clock: FakeClock) {}
+  constructor(private readonly clock: ManualClock) {}
 
   submit(input: unknown): FakeMessage {
     const message: FakeMessage = { messageId: randomUUID(), taskId: randomUUID(), input, state: 'READY', attempt: 0, token: null, leaseExpiresAtMs: 0 };
@@ -300,7 +255,7 @@ function controlledHandler(): { handler: WorkerOptions['handler']; calls: (Handl
 }
 
 function setup(overrides: Partial<WorkerOptions> = {}) {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const box = new FakeMailbox(clock);
   const events: WorkerEvent[] = [];
   const worker = createWorker({
@@ -320,7 +275,7 @@ function setup(overrides: Partial<WorkerOptions> = {}) {
 }
 
 /** Stop with no grace: the drain deadline is a timer on the fake clock, so the clock must move for it. */
-async function stopNow(clock: FakeClock, worker: Worker): Promise<void> {
+async function stopNow(clock: ManualClock, worker: Worker): Promise<void> {
   const stopping = worker.stop({ deadlineMs: 0 });
   await clock.advance(0);
   await stopping;
