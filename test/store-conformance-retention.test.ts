@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeliveryAttempt, Mailbox, MessageState, NewMessage, Org, SpaceCutoff, Store, Task, TaskState, Tx } from '@baton/core';
+import type { Claim, DeliveryAttempt, Mailbox, MessageState, NewMessage, Org, SpaceCutoff, Store, Task, TaskState, Tx } from '@baton/core';
 import { storeTargets } from './support/databases';
 
 /**
@@ -144,6 +144,37 @@ describe.each(storeTargets())('retention store conformance on $name', (target) =
       expect(await drain((tx, limit) => tx.messages.purgeFinished([{ spaceId, cutoffMs: T0 }], limit))).toBe(3);
       for (const m of due) expect(await store.read((tx) => tx.messages.get(m.spaceId, m.id))).toBeUndefined();
       for (const m of kept) expect((await store.read((tx) => tx.messages.get(m.spaceId, m.id)))?.state).toBe(m.state);
+    });
+  });
+
+  describe('claims.purgeEnded', () => {
+    /** The key's next claim, its fencing sequence advanced as an acquire would. */
+    async function claim(spaceId: string, claimKey: string, state: Claim['state'], endedAt: number | null): Promise<Claim> {
+      return store.transaction(async (tx) => {
+        const key = await tx.claims.lockKey(spaceId, claimKey, T0 - 10_000);
+        const fencingToken = key.lastFencingToken + 1;
+        await tx.claims.advanceKey({ ...key, lastFencingToken: fencingToken, updatedAt: T0 - 10_000 });
+        const c: Claim = {
+          id: randomUUID(), spaceId, claimKey, scopeId: randomUUID(), holder: 'h', holderSessionHash: 'ab'.repeat(32), tokenHash: 'cd'.repeat(32), tokenNonce: 'n',
+          fencingToken, state, leaseExpiresAt: endedAt ?? T0 + 30_000, endedAt, createdAt: T0 - 10_000, updatedAt: endedAt ?? T0 - 10_000,
+        };
+        await tx.claims.insert(c);
+        return c;
+      });
+    }
+
+    it('deletes claims that ended at or before the cutoff, keeps held, younger and other spaces\' ones, and the key\'s fencing sequence', async () => {
+      const { spaceId } = await tenant();
+      const other = await tenant();
+      const due = [await claim(spaceId, 'a', 'RELEASED', T0 - 2), await claim(spaceId, 'a', 'EXPIRED', T0 - 1), await claim(spaceId, 'b', 'RELEASED', T0)];
+      const kept = [await claim(spaceId, 'a', 'HELD', null), await claim(spaceId, 'b', 'EXPIRED', T0 + 1), await claim(other.spaceId, 'a', 'RELEASED', T0 - 5)];
+
+      expect(await drain((tx, limit) => tx.claims.purgeEnded([{ spaceId, cutoffMs: T0 }], limit))).toBe(3);
+      for (const c of due) expect(await store.read((tx) => tx.claims.get(c.spaceId, c.id))).toBeUndefined();
+      for (const c of kept) expect((await store.read((tx) => tx.claims.get(c.spaceId, c.id)))?.state).toBe(c.state);
+      // The next claim of a purged key still gets the next fencing token, never a reused one.
+      const key = await store.transaction((tx) => tx.claims.lockKey(spaceId, 'a', T0));
+      expect(key.lastFencingToken).toBe(3);
     });
   });
 

@@ -4,9 +4,8 @@ import type { CallOptions, TimerApi, TimerView, TimerWaitApi } from './contract'
  * Timers (decisions §10; docs/api.md "Timers"): ask the service to send a message to a mailbox
  * later. Once its time comes, the server's sweep (about once a second) sends `payload` to the
  * mailbox, exactly once, as an ordinary message with workKey `timer:<timerId>`; a worker receives
- * it as any other message, by recv/recvBatch on that mailbox (deliveries do not show the workKey:
- * put what the receiver needs in the payload, or match the delivery's messageId against the
- * timer's `firedMessageId`).
+ * it as any other message, by recv/recvBatch on that mailbox; the delivery's `workKey` names the
+ * timer (`firedTimerIdOf`).
  */
 
 /** The server arms at most this far ahead: 30 days. */

@@ -190,6 +190,7 @@ class FakeMailbox {
       token: message.token,
       leaseExpiresAt: new Date(message.leaseExpiresAtMs).toISOString(),
       attempt: message.attempt,
+      workKey: null,
       payload: { taskId: message.taskId, input: message.input },
       scopeId,
       claimed: { pools: [], quotas: [], budgets: [], workLimit: null },

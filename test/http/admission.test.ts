@@ -131,6 +131,7 @@ describe.each(storeTargets())('admission over HTTP on $name', (target) => {
         attempt: 1,
         payload: { taskId, input: { job: 'plain' } },
         scopeId,
+        workKey: null,
         claimed: { pools: [], quotas: [], budgets: [], workLimit: null },
       });
       expect(await task(taskId)).toMatchObject({ state: 'RUNNING', attempts: 1 });

@@ -98,6 +98,20 @@ describe.each(storeTargets())('retention over HTTP on $name', (target) => {
     expect(await ids()).toEqual([ready]);
   });
 
+  it('deletes a released claim after the window, never before; the key\'s next claim still gets the next fencing token', async () => {
+    const acquire = async () => (await teamCall('POST', '/claims', { claimKey: 'report-lock', scopeId, holder: 'w', holderSession: randomUUID(), leaseSeconds: 30 })).body;
+    const first = await acquire();
+    expect((await teamCall('POST', `/claims/${first.id}/release`, { token: first.token })).statusCode).toBe(200);
+
+    server.clock.advance(30 * dayMs - 1);
+    await sweep();
+    expect(await teamCall('GET', `/claims/${first.id}`)).toMatchObject({ statusCode: 200, body: { state: 'RELEASED' } });
+    server.clock.advance(1);
+    await sweep();
+    expect((await teamCall('GET', `/claims/${first.id}`)).statusCode).toBe(404);
+    expect(await acquire()).toMatchObject({ state: 'HELD', fencingToken: first.fencingToken + 1 });
+  });
+
   it('keeps the journal 30 days on a 7-day plan; a cursor before the start answers from the oldest event kept, truncated', async () => {
     const free = await freeTenant();
     const budget = (name: string) => free('POST', '/budgets', { name, currency: 'USD', scale: 2, limitMinor: '100' });

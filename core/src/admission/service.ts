@@ -4,6 +4,7 @@ import { eventTypes, type NewEvent } from '../events/model';
 import type { ClaimRequest, Message } from '../messages/model';
 import { claim, leaseUntil, newToken } from '../messages/rules';
 import { receivableMailbox } from '../messages/service';
+import { deliveryView } from '../messages/views';
 import { readyTopicsOf } from '../notifier';
 import type { AdmitBody, AdmittedDeliveryView } from '../schemas/admission';
 import * as taskHooks from '../tasks/service';
@@ -206,16 +207,6 @@ async function admittedDelivery(
     data: { messageId: message.id, attempt: message.attempt, holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: scopeId, admitted: true, claimed },
   };
   const events = [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message, movedWithClaim, loaded)).events];
-  const delivery: AdmittedDeliveryView = {
-    messageId: message.id,
-    mailboxId: message.mailboxId,
-    taskId: message.taskId,
-    token,
-    leaseExpiresAt: isoFromMs(message.leaseExpiresAt!),
-    attempt: message.attempt,
-    payload: message.payload,
-    scopeId: message.scopeId,
-    claimed,
-  };
+  const delivery: AdmittedDeliveryView = { ...deliveryView(message, token), taskId: message.taskId };
   return { delivery, events };
 }

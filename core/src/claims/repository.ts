@@ -1,4 +1,5 @@
 import type { LockOptions } from '../store/lock-options';
+import type { SpaceCutoff } from '../store/retention-repository';
 import type { Claim, ClaimFilter, ClaimKeyRow, ClaimListPosition } from './model';
 
 /**
@@ -40,4 +41,10 @@ export interface ClaimRepository {
    * none is absent from the map. For the concurrency limit, which counts them as leases.
    */
   countLive(spaceIds: readonly string[], nowMs: number): Promise<Map<string, number>>;
+  /**
+   * Retention: deletes RELEASED and EXPIRED claims that ended at or before their space's cutoff,
+   * at most `limit`, skipping rows others hold. The key rows stay, so a key's fencing tokens keep
+   * growing after its claims are gone.
+   */
+  purgeEnded(cutoffs: readonly SpaceCutoff[], limit: number): Promise<number>;
 }

@@ -47,6 +47,7 @@ export function deliveryView(m: Message, token: string): DeliveryView {
     attempt: m.attempt,
     payload: m.payload,
     scopeId: m.scopeId,
+    workKey: m.workKey,
     claimed: claimedView(m.claimed),
   };
 }

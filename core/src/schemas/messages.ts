@@ -126,6 +126,7 @@ export const deliveryView = z
     attempt: z.number().int(),
     payload: z.unknown(),
     scopeId: uuid,
+    workKey: z.string().nullable().describe("The message's workKey (a fired timer's is timer:<timerId>); null when it was sent without one"),
     claimed: claimedResourcesView,
   })
   .meta({ id: 'Delivery' });

@@ -20,8 +20,8 @@ export const defaultRetentionBounds: RetentionBounds = { spacesPerPass: 200, bat
 
 /**
  * Retention past the plan window (decisions §9), apart from idempotency (background.ts) and
- * usage: finished tasks tombstoned and finished messages deleted after the organization's plan
- * window, journal events after the longer of it and 30 days, webhook delivery audit after 365 days.
+ * usage: finished tasks tombstoned, finished messages and ended claims deleted after the
+ * organization's plan window (a claim key's fencing sequence stays), journal events after the longer of it and 30 days, webhook delivery audit after 365 days.
  *
  * Windows are per organization, so each pass takes the next page of spaces with their
  * organization's plan (RetentionRepository.spacesAfter), computes each space's cutoff with
@@ -54,6 +54,7 @@ export class RetentionSweep {
     const drained = [
       await this.drain((tx, limit) => tx.tasks.tombstoneFinished(planCutoffs, limit)),
       await this.drain((tx, limit) => tx.messages.purgeFinished(planCutoffs, limit)),
+      await this.drain((tx, limit) => tx.claims.purgeEnded(planCutoffs, limit)),
       await this.drain((tx, limit) => tx.events.purgeBefore(journalCutoffs, limit)),
     ].every(Boolean);
     await this.drain((tx, limit) => tx.deliveryAttempts.purgeUntil(nowMs - deliveryAuditRetentionDays * dayMs, limit));

@@ -82,5 +82,14 @@ export function memoryClaims(undoLog: () => (() => void)[] | undefined): ClaimRe
       }
       return counts;
     },
+    purgeEnded: async (cutoffs, limit) => {
+      const cutoffOf = new Map(cutoffs.map((c) => [c.spaceId, c.cutoffMs]));
+      const due = [...claims.scan()]
+        .filter((c) => c.state !== 'HELD' && c.endedAt !== null && c.endedAt <= (cutoffOf.get(c.spaceId) ?? -Infinity))
+        .sort((a, b) => a.endedAt! - b.endedAt! || (a.id < b.id ? -1 : 1))
+        .slice(0, limit);
+      for (const c of due) claims.delete(key(c.spaceId, c.id));
+      return due.length;
+    },
   };
 }

@@ -145,5 +145,22 @@ export function sqlClaims(q: SqlQueryable): ClaimRepository {
       );
       return new Map(rows.map((r) => [toText(r.space_id), toInt(r.n)]));
     },
+    async purgeEnded(cutoffs, limit) {
+      if (cutoffs.length === 0) return 0;
+      // As messages' purgeFinished: per space one range of claims_ended (migration 026), no ORDER BY.
+      const rows = await q.query(
+        `DELETE FROM claims c USING (
+           SELECT d.space_id, d.id FROM unnest($1::text[], $2::timestamptz[]) AS x(space_id, cutoff)
+           CROSS JOIN LATERAL (
+             SELECT space_id, id FROM claims
+             WHERE space_id = x.space_id AND state <> 'HELD' AND ended_at <= x.cutoff
+             LIMIT $3 FOR UPDATE SKIP LOCKED) d
+           LIMIT $3) due
+         WHERE c.space_id = due.space_id AND c.id = due.id
+         RETURNING 1`,
+        [cutoffs.map((c) => c.spaceId), cutoffs.map((c) => timeParam(c.cutoffMs)), limit],
+      );
+      return rows.length;
+    },
   };
 }
