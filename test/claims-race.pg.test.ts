@@ -143,13 +143,19 @@ describe.runIf(postgresUrl())('claims racing on one key from two servers on one 
     expect(listed.map((c) => c.fencingToken).sort((x, y) => x - y)).toEqual(Array.from({ length: granted.size }, (_, i) => i + 1));
     expect(listed.filter((c) => c.state === 'HELD')).toEqual([]);
 
-    // The journal, in its causal order: acquisitions alternate with ends, and tokens count up.
+    // The journal, in its causal order: acquisitions alternate with ends, and tokens count up. An
+    // event is readable once no older transaction of the whole PostgreSQL server is open, and
+    // other test files share it: read on, as a client does, until every claim's two events are in.
     const events: any[] = [];
-    for (let cursor: string | undefined; ; ) {
+    const claimEvents = (): number => events.filter((x) => x.aggregate.type === 'claim' && x.type !== 'claim.renewed').length;
+    for (let cursor: string | undefined, attempt = 0; attempt < 200; ) {
       const page: Reply = await call(0, 'GET', `/events?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
       events.push(...page.body.items);
-      if (page.body.items.length === 0) break;
       cursor = page.body.nextCursor;
+      if (page.body.items.length > 0) continue;
+      if (claimEvents() >= 2 * granted.size) break;
+      attempt++;
+      await new Promise((r) => setTimeout(r, 50));
     }
     let holding: { id: string; fencingToken: number } | null = null;
     let lastFencingToken = 0;

@@ -1,5 +1,5 @@
 import { inject } from 'vitest';
-import { MemoryStore, type Store, type Tx } from '@baton/core';
+import { MemoryStore, type JournalEvent, type Store, type Tx } from '@baton/core';
 import { openStore } from '@baton/server/store/open-store';
 import { migrate } from '@baton/server/store/sql/migrate';
 import { PgliteDriver } from '@baton/server/store/sql/pglite-driver';
@@ -109,4 +109,18 @@ async function dumpMigratedPglite(): Promise<Blob> {
 export async function insertTenant(tx: Tx, orgId: string, spaceId: string, atMs: number): Promise<void> {
   await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: atMs, updatedAt: atMs });
   await tx.spaces.insert({ id: spaceId, orgId, name: 's', limits: null, createdAt: atMs, updatedAt: atMs });
+}
+
+/**
+ * The space's journal once `ready` holds (or after about 5 s, for the test to fail on). On
+ * PostgreSQL an event is readable only when no older transaction of the whole server is still
+ * open (docs/event-journal.md), and other test files share the server, so a reader polls, as a
+ * real client does.
+ */
+export async function journalWhen(store: Store, spaceId: string, ready: (events: JournalEvent[]) => boolean): Promise<JournalEvent[]> {
+  for (let attempt = 0; ; attempt++) {
+    const events = await store.read((tx) => tx.events.listAfter(spaceId, '0', 1_000));
+    if (ready(events) || attempt >= 100) return events;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
