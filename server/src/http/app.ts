@@ -4,8 +4,9 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { AppDeps } from './deps';
-import { installErrorHandlers } from './error-handler';
+import { frameworkErrors, installErrorHandlers } from './error-handler';
 import { installRequestLog } from './request-log';
+import { installJsonParser } from './json-body';
 import { adminRoutes } from './routes/admin';
 import { allowanceRoutes } from './routes/allowances';
 import { barrierRoutes } from './routes/barriers';
@@ -45,6 +46,8 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
     return503OnClosing: false,
     // Fastify's own two lines per request are replaced by one line from request-log.ts.
     logController: new LogController({ disableRequestLogging: true }),
+    // URLs the router refuses before any route (too-long parameter, bad percent-encoding) get the envelope too.
+    frameworkErrors,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -52,6 +55,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
     reply.header('X-Request-Id', request.id);
   });
   installErrorHandlers(app);
+  installJsonParser(app);
   installRequestLog(app);
   // Before any route: a hook reaches only the routes registered after it.
   deps.metrics?.instrument(app);

@@ -38,6 +38,18 @@ export function installErrorHandlers(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => sendError(reply, new BatonError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)));
 }
 
+/**
+ * Fastify's router refuses some URLs before any route, hook or error handler runs: a path
+ * parameter over maxParamLength (100 characters; no id is that long) and a segment that does not
+ * percent-decode. By default it answers those with a body of its own, 414 or 400, and without
+ * X-Request-Id; this answers them as every other bad path: 400 VALIDATION_FAILED in the envelope.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  reply.header('X-Request-Id', request.id);
+  const problem = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : 'the path is not a valid URL (bad percent-encoding)';
+  return sendError(reply, new BatonError('VALIDATION_FAILED', `params: ${problem}`, [{ path: 'params', message: problem }]));
+}
+
 function toBatonError(error: FastifyError): BatonError {
   if (error instanceof BatonError) return error;
   if (hasZodFastifySchemaValidationErrors(error)) {

@@ -18,6 +18,12 @@ describe('RequestRate', () => {
     expect(take(true)).toMatchObject({ code: 'RATE_LIMITED', allowed: 10 });
   });
 
+  it('lets one ordinary call through a limit of 1, whose 80 % rounds down to nothing', () => {
+    const rate = new RequestRate();
+    expect(isTicket(rate.take(minuteStartMs, 'org', 'space', spaceOnly(1), 1, false))).toBe(true);
+    expect(rate.take(minuteStartMs, 'org', 'space', spaceOnly(1), 1, false)).toMatchObject({ code: 'RATE_LIMITED', allowed: 1 });
+  });
+
   it('checks the organization before the space, and a refusal counts nothing', () => {
     const rate = new RequestRate();
     const limits: RateLimits = { orgPerMinute: 5, spacePerMinute: 100 };
@@ -74,8 +80,9 @@ describe('RequestRate', () => {
           const used = rate.requestsOf('org', minuteStartMs);
           expect(used).toBeLessThanOrEqual(limit);
           if (!isTicket(ticket)) continue;
-          // An ordinary call is admitted only if the count, with it, stays within 80 %.
-          if (!c.recovery) expect(used).toBeLessThanOrEqual(Math.floor(limit * 0.8));
+          // An ordinary call is admitted only if the count, with it, stays within 80 %, or within one
+          // call for limits so small that 80 % rounds down to nothing.
+          if (!c.recovery) expect(used).toBeLessThanOrEqual(Math.max(1, Math.floor(limit * 0.8)));
           rate.giveBack(ticket, Math.min(c.giveBack, ticket.units));
         }
       }),

@@ -35,9 +35,14 @@ export interface RateTicket {
   units: number;
 }
 
-/** The most a call may use of a limit: all of it for recovery calls, 80 % for the rest. */
+/**
+ * The most a call may use of a limit: all of it for recovery calls, 80 % for the rest, but at
+ * least one call for a limit above 0: 80 % of a requestsPerMinute of 1 rounds down to 0, which
+ * refused every ordinary call forever, including the PUT /limits that would raise the limit.
+ */
 export function allowedOf(limit: number, recovery: boolean): number {
-  return recovery && !plantedBugs.has('recovery-reserve-ignored') ? limit : Math.floor(limit * ordinaryShare);
+  if (recovery && !plantedBugs.has('recovery-reserve-ignored')) return limit;
+  return limit > 0 ? Math.max(1, Math.floor(limit * ordinaryShare)) : 0;
 }
 
 /**
