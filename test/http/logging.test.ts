@@ -97,6 +97,20 @@ describe('request logging and redaction', () => {
     expect(text).not.toContain('Bearer');
   });
 
+  it('masks a secret a client put in the path where an id belongs, and leaves ids alone', async () => {
+    const misplaced = [
+      await server.api('GET', `/claims/${leaseTokens[0]}`),
+      await server.api('POST', `/messages/${server.key}/complete`, { body: { token: 't' } }),
+      await server.api('GET', '/claims/whsec_c2VjcmV0LXNpZ25pbmcta2V5'),
+    ];
+    const lines = requestLines(log.lines());
+    for (const reply of misplaced) {
+      const line = lines.find((l) => l.reqId === reply.headers['x-request-id'])!;
+      expect(line.path).toMatch(new RegExp(`^/v1/spaces/${server.spaceId}/(claims|messages)/\\[redacted\\]`));
+    }
+    for (const secret of [server.key, leaseTokens[0]!, 'whsec_c2VjcmV0LXNpZ25pbmcta2V5']) expect(log.text()).not.toContain(secret);
+  });
+
   it('logs a 5xx at error level, and redacts what the failure carried', async () => {
     const before = log.lines().length;
     // A failure that carries the request's credentials and a token, as a careless error might.
