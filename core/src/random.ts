@@ -9,12 +9,14 @@ export interface Random {
   bytes(length: number): Uint8Array;
 }
 
+/** Two hex digits per byte value: uuidFromBytes runs for every id (the simulator makes many). */
+const hexOf = Array.from({ length: 256 }, (_, x) => x.toString(16).padStart(2, '0'));
+
 export function uuidFromBytes(b: Uint8Array): string {
-  const bytes = Uint8Array.from(b.subarray(0, 16));
-  bytes[6] = (bytes[6]! & 0x0f) | 0x40;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = Array.from(bytes, (x) => x.toString(16).padStart(2, '0')).join('');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  const h = (i: number): string => hexOf[b[i]!]!;
+  const version = hexOf[(b[6]! & 0x0f) | 0x40]!;
+  const variant = hexOf[(b[8]! & 0x3f) | 0x80]!;
+  return `${h(0)}${h(1)}${h(2)}${h(3)}-${h(4)}${h(5)}-${version}${h(7)}-${variant}${h(9)}-${h(10)}${h(11)}${h(12)}${h(13)}${h(14)}${h(15)}`;
 }
 
 /**

@@ -40,8 +40,9 @@ export class BarrierWorkload {
     return new BarrierWorkload(sim, spaceId, ids);
   }
 
-  agents(): BarrierAgent[] {
-    return Array.from({ length: agentCount }, (_, i) => new BarrierAgent(`barrier${i}`, this.sim, this.barrierIds, this.ledger));
+  /** `count`: how many barrier agents (the seed's swarm weight, swarm.ts); three by default. */
+  agents(count = agentCount): BarrierAgent[] {
+    return Array.from({ length: count }, (_, i) => new BarrierAgent(`barrier${i}`, this.sim, this.barrierIds, this.ledger));
   }
 
   checkStep(store: Store): Promise<string[]> {

@@ -54,13 +54,14 @@ export class CoordinationWorkload {
   }
 
   /** The agents, on `network` (a stream of its own) and the agent stream `rng`, calling the coordination space. */
-  agents(network: Network, rng: SimRandom): Agent[] {
+  /** `counts`: how many claim, timer and run agents (the seed's swarm weights, swarm.ts); 3, 1, 1 by default. */
+  agents(network: Network, rng: SimRandom, counts: { claim: number; timer: number; run: number } = { claim: claimAgentCount, timer: 1, run: 1 }): Agent[] {
     const space = this.space;
     const sim: SimContext = Object.create(this.sim, { rng: { value: rng }, network: { value: network }, auth: { value: () => space }, scheduler: { value: network.scheduler } });
     return [
-      ...Array.from({ length: claimAgentCount }, (_, i) => new ClaimAgent(`claim${i}`, sim, space, this.claims, claimCycles)),
-      new TimerAgent('timer0', sim, space, timerArms),
-      new RunAgent('run0', sim, space, runsPerAgent),
+      ...Array.from({ length: counts.claim }, (_, i) => new ClaimAgent(`claim${i}`, sim, space, this.claims, claimCycles)),
+      ...Array.from({ length: counts.timer }, (_, i) => new TimerAgent(`timer${i}`, sim, space, timerArms)),
+      ...Array.from({ length: counts.run }, (_, i) => new RunAgent(`run${i}`, sim, space, runsPerAgent)),
     ];
   }
 

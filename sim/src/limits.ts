@@ -53,8 +53,9 @@ export class LimitsWorkload {
     return this.tenant.spaceId;
   }
 
-  agents(network: Network): LimitsAgent[] {
-    return Array.from({ length: agentCount }, (_, i) => new LimitsAgent(`limited${i}`, this.sim, this.tenant, this.attempts, network, attemptsPerAgent));
+  /** `count`: how many limited agents (the seed's swarm weight, swarm.ts); two by default. */
+  agents(network: Network, count = agentCount): LimitsAgent[] {
+    return Array.from({ length: count }, (_, i) => new LimitsAgent(`limited${i}`, this.sim, this.tenant, this.attempts, network, attemptsPerAgent));
   }
 
   /**

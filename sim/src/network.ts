@@ -1,6 +1,6 @@
 import type { Faults } from './faults';
 import type { SimRandom } from './rng';
-import type { Scheduler } from './scheduler';
+import { nothingHappened, type Scheduler } from './scheduler';
 import type { HttpReply, HttpRequest, ServerHost } from './server-host';
 import type { Trace } from './trace';
 
@@ -41,7 +41,7 @@ export class Network {
         done = true;
         outcome();
       };
-      this.scheduler.after(requestTimeoutMs, 'timeout', () => finish(() => reject(new NetworkError('timeout'))));
+      this.scheduler.after(requestTimeoutMs, 'timeout', () => (done ? nothingHappened : finish(() => reject(new NetworkError('timeout')))));
       if (this.rng.chance(this.faults().dropRequest)) {
         this.trace.add(this.scheduler.now(), `${tag} request lost`);
         return;

@@ -58,10 +58,15 @@ describe('the simulator checks the runtime', () => {
   }, 120_000);
 
   it('catches a runtime that sends complete with a token after it reported the lease lost, replayably', async () => {
-    const failing = await simulate({ seed: 1, agents: 6, steps: 1_500, store: 'memory', runtimeBugs: { completeAfterLeaseLost: true } });
-    expect(failing.violations).toContainEqual(expect.stringMatching(/^runtime: tworker\d:\d+ sent complete for task delivery .* whose lease it reported lost/));
-    const replay = await simulate(failing.config);
-    expect(replay.traceHash).toBe(failing.traceHash);
-    expect(replay.violations).toEqual(failing.violations);
-  }, 60_000);
+    // Some seed in 1..5: a seed whose swarm weights run few task workers (only the fast ones) may see no lease lost.
+    let failing: Awaited<ReturnType<typeof simulate>> | undefined;
+    for (let seed = 1; seed <= 5 && !failing; seed++) {
+      const result = await simulate({ seed, agents: 6, steps: 1_500, store: 'memory', runtimeBugs: { completeAfterLeaseLost: true } });
+      if (result.violations.length > 0) failing = result;
+    }
+    expect(failing?.violations).toContainEqual(expect.stringMatching(/^runtime: tworker\d:\d+ sent complete for task delivery .* whose lease it reported lost/));
+    const replay = await simulate(failing!.config);
+    expect(replay.traceHash).toBe(failing!.traceHash);
+    expect(replay.violations).toEqual(failing!.violations);
+  }, 120_000);
 });

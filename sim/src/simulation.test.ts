@@ -17,7 +17,7 @@ describe('the simulator', () => {
       hashes.push(first.traceHash);
     }
     expect(new Set(hashes).size).toBe(hashes.length);
-  });
+  }, 120_000);
 
   it('passes every invariant on 20 seeds with swarm-drawn faults', async () => {
     const failures: string[] = [];

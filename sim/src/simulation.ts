@@ -22,12 +22,14 @@ import { checkFinal, checkStep, readJournal } from './checker';
 import { MessageLedger } from './checks/messages';
 import type { Phase, SimContext } from './context';
 import { drawFaults, noFaults, type Faults } from './faults';
+import { countOf, drawWeights, workerKinds, type AgentWeights } from './swarm';
 import { Ledger } from './ledger';
 import { Network } from './network';
 import { SimRandom } from './rng';
 import { Scheduler } from './scheduler';
 import { adminToken, ServerHost, type HttpReply } from './server-host';
 import { Trace } from './trace';
+import { WatchedStore } from './watched-store';
 
 export type StoreKind = 'memory' | 'pglite' | 'pg';
 
@@ -39,6 +41,8 @@ export interface SimConfig {
   steps: number;
   /** The faults of the run; drawn from the seed when absent (swarm testing). */
   faults?: Faults;
+  /** How many agents of each kind run (swarm.ts); drawn from the seed when absent (swarm testing). */
+  weights?: AgentWeights;
   store: StoreKind;
   /** Print the trace as it happens. */
   trace?: boolean;
@@ -49,7 +53,7 @@ export interface SimConfig {
 }
 
 export interface SimResult {
-  config: SimConfig & { faults: Faults };
+  config: SimConfig & { faults: Faults; weights: AgentWeights };
   violations: string[];
   traceHash: string;
   steps: number;
@@ -76,9 +80,14 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
   // and a replay with the printed --faults reproduces the run exactly.
   const drawn = drawFaults(rng.fork('faults'));
   const faults = config.faults ?? drawn;
+  // The workload's swarm weights, from a stream of their own: drawing them moves no other choice.
+  const weights = config.weights ?? drawWeights(new SimRandom(`${config.seed}/swarm`));
   const scheduler = new Scheduler(startMs);
   const trace = new Trace(false, config.trace ?? false);
-  const { store, close } = await openSimStore(config.store);
+  const { store: rawStore, close } = await openSimStore(config.store);
+  // The servers and agents use the store through this; the per-step checks read rawStore, and
+  // only after a step in which the store was used (watched-store.ts).
+  const store = new WatchedStore(rawStore);
   const ledger = new Ledger();
   try {
     const receiver = new WebhookReceiver(rng.fork('webhooks'), scheduler.clock, trace);
@@ -115,27 +124,41 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     await coordinationServer.start();
     const coordination = await CoordinationWorkload.setUp(coordinationServer, sim, new SimRandom(`${rng.seed}/coordination`));
     const watcher = new Watcher('watcher', sim);
-    // Two long-polling followers of GET /watch, each with a filter its seed picks.
-    const followers = [new WatchFollower('follower0', sim), new WatchFollower('follower1', sim)];
-    const workers = Array.from({ length: config.agents }, (_, i) => (i % 3 === 2 ? new QuotaAgent(`quota${i}`, sim) : new Spender(`agent${i}`, sim)));
+    // Long-polling followers of GET /watch (two at weight 1), each with a filter its seed picks.
+    const followers = Array.from({ length: countOf(weights, 'follower') }, (_, i) => new WatchFollower(`follower${i}`, sim));
+    const workers = workerKinds(weights, config.agents).map((kind, i) => (kind === 'quota' ? new QuotaAgent(`quota${i}`, sim) : new Spender(`agent${i}`, sim)));
     const messageLedger = new MessageLedger((message) => ledger.violation(message), ledger.crashedSessions);
     // Message agents run besides --agents (a fixed few, like the barrier agents): one sender, two workers, one of them often slow.
-    const messageAgents = [new MessageSender('sender0', sim, messageLedger), new MessageWorker('mworker0', sim, messageLedger, 0.1), new MessageWorker('mworker1', sim, messageLedger, 0.35)];
-    const agents = [...workers, new Janitor('janitor', sim), watcher, ...followers, ...(config.messageAgents === false ? [] : messageAgents), ...tasks.agents()];
+    // Past the second, message workers alternate the two slownesses.
+    // (Made even when left out, so the agents after them draw the same streams either way.)
+    const messageAgents = [
+      ...Array.from({ length: countOf(weights, 'sender') }, (_, i) => new MessageSender(`sender${i}`, sim, messageLedger)),
+      ...Array.from({ length: countOf(weights, 'mworker') }, (_, i) => new MessageWorker(`mworker${i}`, sim, messageLedger, i % 2 === 0 ? 0.1 : 0.35)),
+    ];
+    const taskCounts = { tsubmit: countOf(weights, 'tsubmit'), tworker: countOf(weights, 'tworker'), tcancel: countOf(weights, 'tcancel'), gcoord: countOf(weights, 'gcoord') };
+    const agents = [...workers, new Janitor('janitor', sim), watcher, ...followers, ...(config.messageAgents === false ? [] : messageAgents), ...tasks.agents(taskCounts)];
     for (const agent of agents) agent.start();
-    for (const agent of barriers.agents()) agent.start();
-    for (const agent of limits.agents(new Network(scheduler, rng.fork('limits-network'), sim.faults, server, trace))) agent.start();
+    for (const agent of barriers.agents(countOf(weights, 'barrier'))) agent.start();
+    for (const agent of limits.agents(new Network(scheduler, rng.fork('limits-network'), sim.faults, server, trace), countOf(weights, 'limited'))) agent.start();
     const coordinationNetwork = new Network(scheduler.uncounted(), new SimRandom(`${rng.seed}/coordination-network`), sim.faults, coordinationServer, trace);
-    for (const agent of coordination.agents(coordinationNetwork, new SimRandom(`${rng.seed}/coordination-agents`))) agent.start();
+    const coordinationCounts = { claim: countOf(weights, 'claim'), timer: countOf(weights, 'timer'), run: countOf(weights, 'run') };
+    for (const agent of coordination.agents(coordinationNetwork, new SimRandom(`${rng.seed}/coordination-agents`), coordinationCounts)) agent.start();
     scheduleRestarts(scheduler.uncounted(), coordinationServer, new SimRandom(`${rng.seed}/coordination-server-faults`), sim, trace);
     scheduleServerFaults(scheduler, server, rng.fork('server-faults'), sim, trace);
 
     const checkEvery = config.store === 'memory' ? 1 : 25;
+    const stepBudgetIds = [...tenant.budgetIds, ...tasks.world.budgets.map((b) => b.id)];
+    let checkedAt = -1;
     while (scheduler.steps < config.steps && ledger.violations.length === 0) {
       await scheduler.step();
-      if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await checkStep(store, tenant.spaceId, [...tenant.budgetIds, ...tasks.world.budgets.map((b) => b.id)])));
-      if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await tasks.checkStep(store)));
-      if (scheduler.steps % checkEvery === 0) ledger.violations.push(...(await barriers.checkStep(store)));
+      // After every step that used the store (one that did not leaves every row as last checked).
+      const changes = store.changes;
+      if (scheduler.steps % checkEvery !== 0 || changes === checkedAt) continue;
+      // Taken before the checks read: a call made while they read moves the count again.
+      checkedAt = changes;
+      ledger.violations.push(...(await checkStep(rawStore, tenant.spaceId, stepBudgetIds)));
+      ledger.violations.push(...(await tasks.checkStep(rawStore)));
+      ledger.violations.push(...(await barriers.checkStep(rawStore)));
     }
     phase = 'liveness';
     trace.add(scheduler.now(), 'liveness phase: faults off');
@@ -169,7 +192,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       ledger.violations.push(...receiver.problems, ...checkWebhookDeliveries(journal, destination, receiver.received));
     }
     return {
-      config: { ...config, faults },
+      config: { ...config, faults, weights },
       violations: ledger.violations,
       traceHash: trace.digest(),
       steps: scheduler.steps,

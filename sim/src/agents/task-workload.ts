@@ -12,6 +12,14 @@ import { TaskReaper } from './task-reaper';
 import { TaskSubmitter } from './task-submitter';
 import { TaskWorker, type RuntimeBugs } from './task-worker';
 
+/** How many agents of each task kind run (the seed's swarm weights, swarm.ts); the task reaper always runs. */
+export interface TaskAgentCounts {
+  tsubmit: number;
+  tworker: number;
+  tcancel: number;
+  gcoord: number;
+}
+
 /**
  * The task part of a run (admission, docs/simulator.md "Tasks"): the operator's task mailbox,
  * a small pool, a work limit, an allowance and a budget that only tasks use, the agents that
@@ -66,19 +74,21 @@ export class TaskWorkload implements TaskFixture {
    * members the same workers complete (the groups' gate scopes sit under the workers' scope),
    * besides --agents.
    */
-  agents(): Agent[] {
+  agents(counts: TaskAgentCounts = { tsubmit: 1, tworker: 4, tcancel: 1, gcoord: 3 }): Agent[] {
     const bugs = this.runtimeBugs;
+    // Past the fourth, workers repeat the four kinds of slowness and concurrency.
+    const workerKinds = [
+      { slowness: 0.05, concurrency: 1 },
+      { slowness: 0.1, concurrency: 1 },
+      { slowness: 0.2, concurrency: 1 },
+      { slowness: 0.35, concurrency: 2 },
+    ];
     return [
-      new TaskSubmitter('tsubmit0', this.sim, this),
-      new TaskWorker('tworker0', this.sim, this, { slowness: 0.05, concurrency: 1, bugs }),
-      new TaskWorker('tworker1', this.sim, this, { slowness: 0.1, concurrency: 1, bugs }),
-      new TaskWorker('tworker2', this.sim, this, { slowness: 0.2, concurrency: 1, bugs }),
-      new TaskWorker('tworker3', this.sim, this, { slowness: 0.35, concurrency: 2, bugs }),
-      new TaskCanceller('tcancel0', this.sim, this),
+      ...Array.from({ length: counts.tsubmit }, (_, i) => new TaskSubmitter(`tsubmit${i}`, this.sim, this)),
+      ...Array.from({ length: counts.tworker }, (_, i) => new TaskWorker(`tworker${i}`, this.sim, this, { ...workerKinds[i % workerKinds.length]!, bugs })),
+      ...Array.from({ length: counts.tcancel }, (_, i) => new TaskCanceller(`tcancel${i}`, this.sim, this)),
       new TaskReaper('treaper', this.sim, this),
-      new GroupCoordinator('gcoord0', this.sim, this, this.groups),
-      new GroupCoordinator('gcoord1', this.sim, this, this.groups),
-      new GroupCoordinator('gcoord2', this.sim, this, this.groups),
+      ...Array.from({ length: counts.gcoord }, (_, i) => new GroupCoordinator(`gcoord${i}`, this.sim, this, this.groups)),
     ];
   }
 

@@ -4,7 +4,7 @@ import { assertGroup } from '../../groups/rules';
 import type { TaskState } from '../../tasks/model';
 import type { TaskGroupRepository } from '../../groups/repository';
 import type { LockOptions, TaskRepository } from '../repositories';
-import { MemoryTable } from './table';
+import { cloneRow, MemoryTable } from './table';
 
 const key = (spaceId: string, id: string): string => `${spaceId}\u0000${id}`;
 const byCreated = (a: { createdAt: number; id: string }, b: { createdAt: number; id: string }): number => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -50,7 +50,7 @@ export function memoryGroups(undoLog: () => (() => void)[] | undefined, tasks: T
         .filter((g) => g.spaceId === spaceId && (states === null || states.includes(g.state)) && (after === null || byCreated(g, after) > 0))
         .sort(byCreated)
         .slice(0, limit)
-        .map((g) => structuredClone(g)),
+        .map((g) => cloneRow(g)),
     addMember: async (m) => {
       const task = await tasks.get(m.spaceId, m.taskId);
       assert(task !== undefined, `member ${m.taskId} has no task`);
