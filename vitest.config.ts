@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
@@ -10,10 +11,13 @@ export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions } },
   test: {
-    include: ['core/src/**/*.test.ts', 'server/src/**/*.test.ts', 'runtime/src/**/*.test.ts', 'sim/src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['core/src/**/*.test.ts', 'server/src/**/*.test.ts', 'runtime/src/**/*.test.ts', 'sim/src/**/*.test.ts', 'torture/**/*.test.ts', 'test/**/*.test.ts'],
     // Starts a PostgreSQL container when DATABASE_URL is unset and Docker is in reach.
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // Most test time is waiting on PostgreSQL, child processes and leases, not CPU: one worker
+    // more than the cores keeps them busy (vitest's default leaves one core free).
+    maxWorkers: Math.max(2, availableParallelism()),
   },
 });

@@ -54,7 +54,19 @@ export const concurrencyBugs = [
   /** a task group is read without its row lock, so racing transactions each decide it. */
   'group-skips-lock',
 ] as const;
+
+/**
+ * Bugs of the real stack that the torture run plants in its server processes
+ * (torture/planted-server.ts), to show its history checker catches them (docs/reliability.md).
+ */
+export const processBugs = [
+  /** complete, nack and renew check the token but not the lease's end: a worker whose lease ran out still completes until the sweep takes the delivery back. */
+  'lease-expiry-ignored',
+  /** an operation's reply goes out before its transaction commits (which then waits 300 ms): a server killed in between loses what it acknowledged. */
+  'ack-before-commit',
+] as const;
 export type PlantedBug = (typeof plantableBugs)[number];
 export type ConcurrencyBug = (typeof concurrencyBugs)[number];
+export type ProcessBug = (typeof processBugs)[number];
 
-export const plantedBugs = new Set<PlantedBug | ConcurrencyBug>();
+export const plantedBugs = new Set<PlantedBug | ConcurrencyBug | ProcessBug>();

@@ -30,7 +30,18 @@ export interface Outcome extends OperationResult {
  * this is the one place that knows an operation really ran (not a replay).
  */
 export async function runOperation(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, required: boolean, operation: Operation): Promise<FastifyReply> {
-  return sendOutcome(reply, await attemptOperation(deps, request, required, operation));
+  const outcome = await attemptOperation(deps, request, required, plantedBugs.has('ack-before-commit') ? acknowledgingFirst(reply, operation) : operation);
+  return reply.sent ? reply : sendOutcome(reply, outcome);
+}
+
+/** The planted bug ack-before-commit (torture/planted-server.ts): the reply leaves, then the commit waits. */
+function acknowledgingFirst(reply: FastifyReply, operation: Operation): Operation {
+  return async (ctx) => {
+    const result = await operation(ctx);
+    sendOutcome(reply, { ...result, replayed: false });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    return result;
+  };
 }
 
 /**

@@ -178,7 +178,10 @@ export class PgNotifier implements Notifier {
       // transaction at a time (measured in docs/architecture-notes.md). A wake lost to a crash
       // costs nothing: the waits re-read at their timeout.
       const pool = new pg.Pool({ connectionString: options.url, max: 2, options: '-c synchronous_commit=off', application_name: 'baton-wake-publish' });
-      pool.on('error', (err) => this.logger.warn({ err }, 'pg notifier: publisher connection error'));
+      // pg-pool hangs the idle client on the error (`err.client`), and pino's serializer would
+      // write all of it: a 5 kB line of connection internals per cut connection (seen in the
+      // torture run's logs, docs/reliability.md).
+      pool.on('error', (err) => this.logger.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'pg notifier: publisher connection error'));
       this.ownPool = pool;
       this.publisher = { query: (text, params) => pool.query(text, params as unknown[]) };
     }
