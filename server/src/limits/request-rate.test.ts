@@ -58,6 +58,17 @@ describe('RequestRate', () => {
     expect(rate.requestsOf('org', minuteStartMs + 5_000)).toBe(110);
   });
 
+  it('holds ordinary calls to the carried-forward count, and recovery calls only to what the others last reported', () => {
+    const rate = new RequestRate();
+    const minute = rate.ownCounts(minuteStartMs).minute;
+    rate.setOthers(minute, new Map([['org', 1_000]]), minuteStartMs);
+    rate.setOthers(minute, new Map([['org', 1_500]]), minuteStartMs + 500); // 1,000/s, then they stopped
+    const nowMs = minuteStartMs + 900; // carried forward: 1,500 + 400
+    expect(rate.take(nowMs, 'org', 'space', orgOnly(2_000), 1, false)).toMatchObject({ code: 'SERVICE_RATE_LIMITED', allowed: 1_600 });
+    expect(isTicket(rate.take(nowMs, 'org', 'space', orgOnly(2_000), 499, true))).toBe(true);
+    expect(rate.take(nowMs, 'org', 'space', orgOnly(2_000), 2, true)).toMatchObject({ code: 'SERVICE_RATE_LIMITED', allowed: 2_000 });
+  });
+
   it('gives back to the minute a ticket was taken in, never to the next', () => {
     const rate = new RequestRate();
     const ticket = rate.take(minuteStartMs, 'org', 'space', spaceOnly(10), 3, true);
