@@ -1,4 +1,4 @@
-import { ManualClock, MemoryStore } from '@baton/core';
+import { ManualClock, MemoryStore, monthOf } from '@baton/core';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -69,6 +69,8 @@ interface Target {
   keys: { valid: string; readOnly: string; otherTenant: string };
   /** What a client (or operator) can observe of the state, as one comparable string. */
   snapshot(): Promise<string>;
+  /** The part of it a refused request could move, read straight from the store: cheap enough to take after every request. */
+  mark(): Promise<string>;
   /** Puts back what an accepted call may have changed that would stop the fuzzing from reaching deeper. */
   afterAccepted(op: Operation): Promise<void>;
 }
@@ -107,6 +109,22 @@ describe('route fuzzing from the OpenAPI document', () => {
     return;
   }
 
+  it('the per-request check fails on a refused request that changed the state (a planted change)', async () => {
+    const target = await tenant.freshSpace();
+    const watch = new RefusalWatch(target.snapshot, target.mark, 'planted');
+    await watch.rebase();
+    // A create that really happened, reported as refused: what a server that writes and then refuses looks like.
+    const sent: Sent = {
+      method: 'POST',
+      url: `/v1/spaces/${target.pools.spaceId![0]}/budgets`,
+      headers: { authorization: `Bearer ${target.keys.valid}`, 'idempotency-key': idem(), 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'planted', currency: 'EUR', scale: 2, limitMinor: '1' }),
+    };
+    const outcome = await send(target, sent);
+    expect(outcome.statusCode).toBe(201);
+    await expect(watch.note(sent, { ...outcome, statusCode: 400 }, false)).rejects.toThrow(/a refused request changed the state/);
+  });
+
   it('fuzzed every operation of the document at least 1,000 times', () => {
     expect(operations.length).toBeGreaterThan(0);
     const short = operations.map(operationName).filter((name) => (casesPerOperation.get(name) ?? 0) < runsPerRoute);
@@ -128,7 +146,7 @@ async function servedOperations(): Promise<Operation[]> {
 /** Runs the property for one operation: at least `runsPerRoute` requests, each checked. */
 async function fuzzOperation(target: Target, op: Operation): Promise<void> {
   const name = operationName(op);
-  const watch = new RefusalWatch(target.snapshot, name);
+  const watch = new RefusalWatch(target.snapshot, target.mark, name);
   // A fresh rate window per route: each route's requests (and snapshots) fit one minute.
   target.clock.advance(60_000);
   await watch.rebase();
@@ -143,7 +161,7 @@ async function fuzzOperation(target: Target, op: Operation): Promise<void> {
       statuses.set(outcome.statusCode, (statuses.get(outcome.statusCode) ?? 0) + 1);
       const accepted = outcome.statusCode < 400;
       if (accepted && op.method !== 'GET') await target.afterAccepted(op);
-      watch.note(sent, outcome, accepted && op.method !== 'GET');
+      await watch.note(sent, outcome, accepted && op.method !== 'GET');
       await watch.checkEvery(windowSize);
     }),
     // Stateful server: shrinking replays against changed state and takes long, so it is opt-in.
@@ -278,32 +296,46 @@ function describeSent(sent: Sent, outcome?: Outcome): string {
 }
 
 /**
- * "A refused request changes nothing": snapshots of the observable state are taken every
- * `windowSize` requests; when no request in the window was accepted (a 2xx of a writing route),
- * and the clock did not move, the two snapshots must be equal. A window with an accepted call
- * is not compared (its change is legitimate) and starts a new baseline. Reads (GET) count as
- * refused here: a read must not change state either.
+ * "A refused request changes nothing", checked at two grains:
+ *
+ * - After every request, the journal's newest event and the organization's usage counters
+ *   (`mark`, read from the store in microseconds) must be as they were before it, unless the
+ *   request was an accepted write or moved the clock. Writes are accepted often enough (a third of
+ *   barrier cancels, a fifth of space creates) that a check per window alone would skip most of
+ *   their refused requests.
+ * - Every `windowSize` requests, the whole observable state (`snapshot`: also the census of every
+ *   resource by state, through the API) when nothing in the window was accepted or moved the
+ *   clock. A window with such a request is not compared (its change is legitimate) and starts a
+ *   new baseline. Reads (GET) count as refused here: a read must not change state either.
  */
 class RefusalWatch {
   private baseline = '';
+  private lastMark = '';
   /** The window's requests, described only when a check fails. */
   private window: Array<[Sent, Outcome]> = [];
   private dirty = false;
 
   constructor(
     private readonly snapshot: () => Promise<string>,
+    private readonly mark: () => Promise<string>,
     private readonly route: string,
   ) {}
 
   async rebase(): Promise<void> {
     this.baseline = await this.snapshot();
+    this.lastMark = await this.mark();
     this.window = [];
     this.dirty = false;
   }
 
-  note(sent: Sent, outcome: Outcome, accepted: boolean): void {
+  async note(sent: Sent, outcome: Outcome, accepted: boolean): Promise<void> {
     this.window.push([sent, outcome]);
+    const mark = await this.mark();
     if (accepted || outcome.clockMoved) this.dirty = true;
+    else if (mark !== this.lastMark) {
+      throw new Error(`${this.route}: a refused request changed the state.\nbefore: ${this.lastMark}\nafter:  ${mark}\nrequest: ${describeSent(sent, outcome)}`);
+    }
+    this.lastMark = mark;
   }
 
   async checkEvery(size: number): Promise<void> {
@@ -445,6 +477,7 @@ async function tenantSpace(server: TestServer, clock: ManualClock, name: string,
     pools,
     keys: { valid: key, readOnly, otherTenant: otherTenantKey },
     snapshot: spaceSnapshot(api),
+    mark: storeMark(server, space.id),
     afterAccepted: async (op) => {
       // Space limits a fuzzer set (a rate of 1, a payload cap of 1 byte) would turn every later request into a 429 or 413.
       if (op.method === 'PUT' && op.path.endsWith('/limits')) await restoreSpaceLimits(api, clock);
@@ -482,6 +515,26 @@ function spaceSnapshot(api: SpaceApi): () => Promise<string> {
 }
 
 /**
+ * The space's journal head and its organization's usage counters, read from the store and the
+ * server's usage ledger as GET /usage reads them (the fuzzed space is the organization's only
+ * busy one while its route is fuzzed).
+ */
+function storeMark(server: TestServer, spaceId: string): () => Promise<string> {
+  const deps = server.baton.deps;
+  const orgId = server.orgId;
+  let newest = '0';
+  return async () => {
+    const nowMs = deps.clock.now();
+    const [events, stored, load] = await deps.store.read(async (tx) =>
+      Promise.all([tx.events.listAfter(spaceId, newest, 1_000), tx.usage.operationsOf(monthOf(nowMs), [orgId]), tx.usage.loadOf([orgId], nowMs)]),
+    );
+    if (events.length > 0) newest = String(events[events.length - 1]!.eventId);
+    const operations = (stored.get(orgId) ?? 0) + deps.limits.ledger.unsyncedOperationsOf(orgId, nowMs);
+    return JSON.stringify({ newestEvent: newest, operations, load: load.get(orgId) ?? null });
+  };
+}
+
+/**
  * The operator side, on its own server and store: its clock route moves time by up to ten years
  * a call, and its plan and key routes would otherwise reach the tenant being fuzzed.
  */
@@ -491,20 +544,15 @@ async function operatorTarget(): Promise<Target> {
   const key = created(await server.admin('POST', `/orgs/${server.orgId}/keys`, { name: 'victim' }), 'key');
   const store = server.baton.deps.store;
   const pools: Pools = { orgs: [server.orgId], keys: [key.id], uuid: [server.orgId, server.spaceId, key.id], name: ['acme'] };
-  return {
-    server,
-    clock,
-    pools,
-    keys: { valid: adminToken, readOnly: server.key, otherTenant: key.secret },
-    snapshot: async () => {
-      const counts = await store.read(async (tx) => ({
-        orgs: await tx.orgs.count(),
-        org: await tx.orgs.get(server.orgId),
-        spaces: await tx.spaces.countByOrg(server.orgId),
-        keys: await tx.apiKeys.countActiveByOrg(server.orgId),
-      }));
-      return JSON.stringify({ ...counts, now: clock.now() });
-    },
-    afterAccepted: async () => {},
+  const snapshot = async (): Promise<string> => {
+    const counts = await store.read(async (tx) => ({
+      orgs: await tx.orgs.count(),
+      org: await tx.orgs.get(server.orgId),
+      spaces: await tx.spaces.countByOrg(server.orgId),
+      keys: await tx.apiKeys.countActiveByOrg(server.orgId),
+    }));
+    return JSON.stringify({ ...counts, now: clock.now() });
   };
+  // Its snapshot is a few store reads: cheap enough to be the per-request mark too.
+  return { server, clock, pools, keys: { valid: adminToken, readOnly: server.key, otherTenant: key.secret }, snapshot, mark: snapshot, afterAccepted: async () => {} };
 }
