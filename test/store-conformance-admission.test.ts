@@ -1,58 +1,47 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { CandidateRequest, DeliveryRequirements, Mailbox, NewMessage, Store, Task } from '@baton/core';
-import { insertTenant, storeTargets } from './support/databases';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { CandidateRequest, DeliveryRequirements, Mailbox, NewMessage, Task } from '@baton/core';
+import { storeTargets, useTenantStore } from './support/databases';
 
 /** What admission needs from every store: candidates, savepoints, live task moves, the principal lookup. */
 const T0 = 1_700_000_000_000;
 
 describe.each(storeTargets())('admission store conformance on $name', (target) => {
-  let store: Store;
-  let closeStore: () => Promise<void>;
-  let spaceId: string;
-  let orgId: string;
+  const tenant = useTenantStore(target, T0);
   let box: Mailbox;
   const scopeId = randomUUID();
 
   beforeEach(async () => {
-    const opened = await target.open();
-    store = opened.store;
-    closeStore = opened.close;
-    spaceId = randomUUID();
-    orgId = randomUUID();
-    box = { id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
-    await store.transaction(async (tx) => {
-      await insertTenant(tx, orgId, spaceId, T0);
-      await tx.mailboxes.insert(box);
-    });
+    box = { id: randomUUID(), spaceId: tenant.spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
+    await tenant.store.transaction((tx) => tx.mailboxes.insert(box));
   });
-  afterEach(async () => closeStore());
 
   const needs: DeliveryRequirements = { pools: [{ id: randomUUID(), name: 'gpu', units: 1 }], quotas: [], budgets: [], workLimit: null };
 
   /** A task and its READY delivery; `plain` sends a message without a task. */
   const deliver = async (requirements: DeliveryRequirements | null, plain = false): Promise<{ taskId: string | null; messageId: string }> =>
-    store.transaction(async (tx) => {
+    tenant.store.transaction(async (tx) => {
       const taskId = plain ? null : randomUUID();
       if (taskId !== null) {
         const task: Task = {
-          id: taskId, spaceId, taskKey: `k-${taskId}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId, state: 'PENDING', input: null,
+          id: taskId, spaceId: tenant.spaceId, taskKey: `k-${taskId}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId, state: 'PENDING', input: null,
           requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, groupId: null, tombstoned: false, createdAt: T0, updatedAt: T0,
         };
         await tx.tasks.insert(task);
       }
       const message: NewMessage = {
-        id: randomUUID(), spaceId, mailboxId: box.id, scopeId, payload: { taskId }, workKey: null, deadline: null, taskId, requirements, claimed: null, state: 'READY', attempt: 0,
+        id: randomUUID(), spaceId: tenant.spaceId, mailboxId: box.id, scopeId, payload: { taskId }, workKey: null, deadline: null, taskId, requirements, claimed: null, state: 'READY', attempt: 0,
         tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, createdAt: T0, updatedAt: T0,
       };
       await tx.messages.insert(message);
       return { taskId, messageId: message.id };
     });
   const request = (afterSeq = 0): CandidateRequest => ({
-    spaceId, mailboxId: box.id, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, afterSeq,
+    spaceId: tenant.spaceId, mailboxId: box.id, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, afterSeq,
   });
 
   it('claimCandidate claims a delivery without requirements in one step, and only locks one with requirements', async () => {
+    const { store, spaceId } = tenant;
     await deliver(null, true); // a plain message: never a candidate
     const needy = await deliver(needs);
     const free = await deliver(null);
@@ -68,6 +57,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
   });
 
   it('claimCandidates claims up to N task deliveries in seq order, moves their tasks, and only locks those with requirements', async () => {
+    const { store, spaceId } = tenant;
     await deliver(null, true); // a plain message: never a candidate
     const a = await deliver(null);
     const needy = await deliver(needs);
@@ -97,11 +87,12 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
     const a = await deliver(null);
     const b = await deliver(null);
     const plain = await deliver(null, true);
-    const tasks = await store.read((tx) => tx.tasks.getByDeliveries(spaceId, [b.messageId, plain.messageId, a.messageId, randomUUID()]));
+    const tasks = await tenant.store.read((tx) => tx.tasks.getByDeliveries(tenant.spaceId, [b.messageId, plain.messageId, a.messageId, randomUUID()]));
     expect(tasks.map((t) => t.id).sort()).toEqual([a.taskId!, b.taskId!].sort());
   });
 
   it('claimCandidate moves the claimed delivery\'s task to RUNNING in the same step, and leaves an ended task as it is', async () => {
+    const { store, spaceId } = tenant;
     const live = await deliver(null);
     const ended = await deliver(null);
     await store.transaction(async (tx) => {
@@ -120,6 +111,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
   });
 
   it('a savepoint keeps what work wrote when it answers true, and undoes writes and events when it answers false or throws', async () => {
+    const { store, spaceId } = tenant;
     const { messageId } = await deliver(null);
     const eventsAfter = async () => (await store.read((tx) => tx.events.listAfter(spaceId, '0', 100))).length;
     const before = await eventsAfter();
@@ -143,6 +135,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
   });
 
   it('moveLive moves a PENDING or RUNNING task and leaves a terminal one untouched', async () => {
+    const { store, spaceId } = tenant;
     const { taskId } = await deliver(null);
     const running = await store.transaction((tx) => tx.tasks.moveLive(spaceId, taskId!, { state: 'RUNNING', attempts: 1, outcome: null, failureReason: null, updatedAt: T0 + 1 }));
     expect(running).toMatchObject({ state: 'RUNNING', attempts: 1, updatedAt: T0 + 1 });
@@ -154,6 +147,7 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
   });
 
   it('getWithTenant answers the key with its org and the named space in one lookup', async () => {
+    const { store, spaceId, orgId } = tenant;
     const keyId = randomUUID();
     await store.transaction((tx) =>
       tx.apiKeys.insert({ id: keyId, orgId, name: 'k', secretHash: 'h', permissions: ['coordination_read'], spaceIds: null, createdAt: T0, revokedAt: null }),

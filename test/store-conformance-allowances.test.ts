@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { allowances, defaultSpaceLimits, SeededRandom, type Allowance, type AllowanceWaiter, type Store } from '@baton/core';
-import { insertTenant, journalWhen, storeTargets } from './support/databases';
+import { journalWhen, storeTargets, useTenantStore } from './support/databases';
 
 /**
  * Allowances through the repository interfaces on every store, and the grant sweep's promise:
@@ -11,32 +11,19 @@ import { insertTenant, journalWhen, storeTargets } from './support/databases';
 const T0 = 1_700_000_000_000;
 
 describe.each(storeTargets())('allowance store conformance on $name', (target) => {
-  let store: Store;
-  let closeStore: () => Promise<void>;
-  let spaceId: string;
-
-  beforeEach(async () => {
-    const opened = await target.open();
-    store = opened.store;
-    closeStore = opened.close;
-    spaceId = randomUUID();
-    const orgId = randomUUID();
-    await store.transaction(async (tx) => {
-      await insertTenant(tx, orgId, spaceId, T0);
-    });
-  });
-  afterEach(async () => closeStore());
+  const tenant = useTenantStore(target, T0);
 
   const allowance = (over: Partial<Allowance> = {}): Allowance => ({
-    id: randomUUID(), spaceId, name: `q-${randomUUID()}`, unitsLimit: 10, windowSeconds: 60, windowStartsAt: T0, usedUnits: 0,
+    id: randomUUID(), spaceId: tenant.spaceId, name: `q-${randomUUID()}`, unitsLimit: 10, windowSeconds: 60, windowStartsAt: T0, usedUnits: 0,
     cooldownUntil: null, cooldownReason: null, nextPosition: 1, wakeAt: null, createdAt: T0, updatedAt: T0, ...over,
   });
   const waiter = (allowanceId: string, position: number, over: Partial<AllowanceWaiter> = {}): AllowanceWaiter => ({
-    id: randomUUID(), spaceId, allowanceId, position, scopeId: randomUUID(), holder: 'h', units: 1, state: 'WAITING',
+    id: randomUUID(), spaceId: tenant.spaceId, allowanceId, position, scopeId: randomUUID(), holder: 'h', units: 1, state: 'WAITING',
     grantedAt: null, expiresAt: T0 + 60_000, createdAt: T0, updatedAt: T0, ...over,
   });
 
   it('round-trips an allowance, finds it by name, lists by name, updates it', async () => {
+    const { store, spaceId } = tenant;
     const a = allowance({ name: 'b-quota', cooldownUntil: T0 + 5_000, cooldownReason: 'provider', wakeAt: T0 + 1 });
     const b = allowance({ name: 'a-quota' });
     await store.transaction(async (tx) => {
@@ -55,6 +42,7 @@ describe.each(storeTargets())('allowance store conformance on $name', (target) =
   });
 
   it('lists the line in position order and counts who waits', async () => {
+    const { store, spaceId } = tenant;
     const a = allowance();
     await store.transaction(async (tx) => {
       await tx.allowances.insert(a);
@@ -70,8 +58,8 @@ describe.each(storeTargets())('allowance store conformance on $name', (target) =
   });
 
   it('censusLines counts the WAITING waiters of each line across spaces, the longest first, at most `limit`', async () => {
-    const otherSpace = randomUUID();
-    await store.transaction((tx) => insertTenant(tx, randomUUID(), otherSpace, T0));
+    const { store, spaceId } = tenant;
+    const otherSpace = await tenant.otherSpace();
     const long = allowance({ name: 'long' });
     const short = allowance({ name: 'short' });
     const idle = allowance({ name: 'idle' });
@@ -94,6 +82,7 @@ describe.each(storeTargets())('allowance store conformance on $name', (target) =
   });
 
   it('finds a consumption by workKey within its allowance only', async () => {
+    const { store, spaceId } = tenant;
     const a = allowance();
     const other = allowance();
     await store.transaction(async (tx) => {
@@ -109,6 +98,7 @@ describe.each(storeTargets())('allowance store conformance on $name', (target) =
   });
 
   it('claims only allowances that are due, earliest first', async () => {
+    const { store } = tenant;
     const due = allowance({ wakeAt: T0 + 10 });
     const later = allowance({ wakeAt: T0 + 10_000 });
     const idle = allowance({ wakeAt: null });
@@ -122,6 +112,7 @@ describe.each(storeTargets())('allowance store conformance on $name', (target) =
   });
 
   it('with several sweepers at once, every waiter is granted once and no window exceeds its limit', async () => {
+    const { store, spaceId } = tenant;
     const random = new SeededRandom(5);
     const ctx = (nowMs: number) => (tx: Parameters<Parameters<Store['transaction']>[0]>[0]) => ({ tx, spaceId, nowMs, random, limits: defaultSpaceLimits });
     const created = await store.transaction((tx) => allowances.createAllowance(ctx(T0)(tx), { name: 'shared', unitsLimit: 5, windowSeconds: 1 }, true));

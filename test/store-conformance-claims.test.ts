@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Claim, ClaimFilter, ClaimKeyRow, Store } from '@baton/core';
-import { insertTenant, storeTargets } from './support/databases';
+import { describe, expect, it } from 'vitest';
+import type { Claim, ClaimFilter, ClaimKeyRow } from '@baton/core';
+import { storeTargets, useTenantStore } from './support/databases';
 
 /** Concurrency tests exist only on stores that run transactions side by side; elsewhere they are not defined (never reported skipped). */
 const itOnlyWhereItRuns = (..._args: unknown[]): void => undefined;
@@ -36,25 +36,11 @@ function claim(spaceId: string, claimKey: string, fencingToken: number, override
 const sleep = (ms: number): Promise<'slept'> => new Promise((r) => setTimeout(() => r('slept'), ms));
 
 describe.each(storeTargets())('claim store conformance on $name', (target) => {
-  let store: Store;
-  let closeStore: () => Promise<void>;
-  let spaceId: string;
-
-  beforeEach(async () => {
-    const opened = await target.open();
-    store = opened.store;
-    closeStore = opened.close;
-    spaceId = randomUUID();
-    await store.transaction((tx) => insertTenant(tx, randomUUID(), spaceId, T0));
-  });
-
-  afterEach(async () => {
-    await closeStore();
-  });
+  const tenant = useTenantStore(target, T0);
 
   /** Locks the key, advances it once and inserts `c` with the new token, as an acquire does. */
   async function acquired(c: Claim): Promise<Claim> {
-    await store.transaction(async (tx) => {
+    await tenant.store.transaction(async (tx) => {
       const key = await tx.claims.lockKey(c.spaceId, c.claimKey, T0);
       await tx.claims.advanceKey({ ...key, lastFencingToken: c.fencingToken, updatedAt: T0 });
       await tx.claims.insert(c);
@@ -63,6 +49,7 @@ describe.each(storeTargets())('claim store conformance on $name', (target) => {
   }
 
   it('creates a key row at 0 on first lock, keeps it, and lets its fencing token only grow', async () => {
+    const { store, spaceId } = tenant;
     const first = await store.transaction((tx) => tx.claims.lockKey(spaceId, 'k', T0));
     expect(first).toEqual<ClaimKeyRow>({ spaceId, claimKey: 'k', lastFencingToken: 0, createdAt: T0, updatedAt: T0 });
     await store.transaction((tx) => tx.claims.advanceKey({ ...first, lastFencingToken: 1, updatedAt: T0 + 1 }));
@@ -77,6 +64,7 @@ describe.each(storeTargets())('claim store conformance on $name', (target) => {
   });
 
   it('inserts, gets (also for update), finds the HELD claim of a key and updates; refuses a duplicate and an update of a missing claim', async () => {
+    const { store, spaceId } = tenant;
     const c = await acquired(claim(spaceId, 'k', 1));
     expect(await store.read((tx) => tx.claims.get(spaceId, c.id))).toEqual(c);
     expect(await store.transaction((tx) => tx.claims.get(spaceId, c.id, { forUpdate: true }))).toEqual(c);
@@ -94,6 +82,7 @@ describe.each(storeTargets())('claim store conformance on $name', (target) => {
   });
 
   it('refuses a second HELD claim of a key and a repeated fencing token of a key', async () => {
+    const { store, spaceId } = tenant;
     const c = await acquired(claim(spaceId, 'k', 1));
     await expect(acquired(claim(spaceId, 'k', 2))).rejects.toThrow();
     await store.transaction((tx) => tx.claims.update({ ...c, state: 'EXPIRED', endedAt: T0 + 1, updatedAt: T0 + 1 }));
@@ -103,6 +92,7 @@ describe.each(storeTargets())('claim store conformance on $name', (target) => {
   });
 
   it('lists in (createdAt, id) order, filters by key, scope and state, and pages with an exclusive position', async () => {
+    const { store, spaceId } = tenant;
     const scopeId = randomUUID();
     const a = await acquired(claim(spaceId, 'a', 1, { createdAt: T0 + 1, scopeId }));
     const b = await acquired(claim(spaceId, 'b', 1, { createdAt: T0 + 2 }));
@@ -127,6 +117,7 @@ describe.each(storeTargets())('claim store conformance on $name', (target) => {
   });
 
   it('takes HELD claims whose lease ran out, earliest first, up to the limit; counts live claims per space', async () => {
+    const { store, spaceId } = tenant;
     const late = await acquired(claim(spaceId, 'late', 1, { leaseExpiresAt: T0 + 20 }));
     const early = await acquired(claim(spaceId, 'early', 1, { leaseExpiresAt: T0 + 10 }));
     const live = await acquired(claim(spaceId, 'live', 1, { leaseExpiresAt: T0 + 1_000 }));
@@ -137,8 +128,7 @@ describe.each(storeTargets())('claim store conformance on $name', (target) => {
     expect((await store.transaction((tx) => tx.claims.claimExpired(T0 + 20, 1))).map((c) => c.id)).toEqual([early.id]);
     expect(await store.transaction((tx) => tx.claims.claimExpired(T0 + 9, 10))).toEqual([]);
 
-    const other = randomUUID();
-    await store.transaction((tx) => insertTenant(tx, randomUUID(), other, T0));
+    const other = await tenant.otherSpace();
     await acquired(claim(other, 'x', 1, { leaseExpiresAt: T0 + 1_000 }));
     const counts = await store.read((tx) => tx.claims.countLive([spaceId, other, randomUUID()], T0 + 15));
     expect(Object.fromEntries(counts)).toEqual({ [spaceId]: 2, [other]: 1 }); // late and live; early ran out
@@ -146,6 +136,7 @@ describe.each(storeTargets())('claim store conformance on $name', (target) => {
   });
 
   (target.concurrentTransactions ? it : itOnlyWhereItRuns)('skips an expired claim another transaction holds', async () => {
+    const { store, spaceId } = tenant;
     const c = await acquired(claim(spaceId, 'k', 1, { leaseExpiresAt: T0 + 10 }));
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
@@ -164,6 +155,7 @@ describe.each(storeTargets())('claim store conformance on $name', (target) => {
   });
 
   (target.concurrentTransactions ? it : itOnlyWhereItRuns)('puts acquires of one key one after another: a second lockKey waits and then reads the advanced token', async () => {
+    const { store, spaceId } = tenant;
     await store.transaction((tx) => tx.claims.lockKey(spaceId, 'k', T0));
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
@@ -184,6 +176,7 @@ describe.each(storeTargets())('claim store conformance on $name', (target) => {
   });
 
   (target.concurrentTransactions ? it : itOnlyWhereItRuns)('a new key locked by one transaction is waited for by another creating it too', async () => {
+    const { store, spaceId } = tenant;
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     let locked!: () => void;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { allowances, barriers, defaultSpaceLimits, messages, pools, schemas, SeededRandom, tasks, type OpContext, type Store, type Tx } from '@baton/core';
-import { insertTenant, storeTargets } from './support/databases';
+import { describe, expect, it } from 'vitest';
+import { allowances, barriers, defaultSpaceLimits, messages, pools, schemas, SeededRandom, tasks, type OpContext, type Tx } from '@baton/core';
+import { storeTargets, useTenantStore } from './support/databases';
 
 /**
  * The diagnostics repository (core/src/diagnostics/repository.ts) on every store: the memory
@@ -14,28 +14,18 @@ const T0 = 1_700_000_000_000;
 const scopeId = '11111111-1111-4111-8111-111111111111';
 
 describe.each(storeTargets())('diagnostics store conformance on $name', (target) => {
-  let store: Store;
-  let closeStore: () => Promise<void>;
-  let spaceId: string;
+  const tenant = useTenantStore(target, T0);
   const random = new SeededRandom(7);
-
-  beforeEach(async () => {
-    const opened = await target.open();
-    store = opened.store;
-    closeStore = opened.close;
-    spaceId = randomUUID();
-    await store.transaction((tx) => insertTenant(tx, randomUUID(), spaceId, T0));
-  });
-  afterEach(async () => closeStore());
 
   /** One operation at `nowMs`, in one transaction, as the HTTP layer runs it. */
   const op = <T>(nowMs: number, work: (ctx: OpContext) => Promise<T>): Promise<T> =>
-    store.transaction((tx: Tx) => work({ tx, spaceId, nowMs, random, limits: defaultSpaceLimits }));
-  const read = <T>(work: (tx: Tx) => Promise<T>): Promise<T> => store.read(work);
+    tenant.store.transaction((tx: Tx) => work({ tx, spaceId: tenant.spaceId, nowMs, random, limits: defaultSpaceLimits }));
+  const read = <T>(work: (tx: Tx) => Promise<T>): Promise<T> => tenant.store.read(work);
   const mailbox = (name: string) => op(T0, async (ctx) => (await messages.createMailbox(ctx, schemas.mailboxCreateBody.parse({ name }), true)).view.id);
   const send = (mailboxId: string, nowMs: number) => op(nowMs, async (ctx) => (await messages.send(ctx, mailboxId, schemas.sendBody.parse({ scopeId, payload: { at: nowMs } }))).view.id);
 
   it('census counts each type by state, and stops each at the cap', async () => {
+    const { spaceId } = tenant;
     const box = await mailbox('box');
     for (let i = 0; i < 5; i++) await send(box, T0 + i);
     const counts = await read((tx) => tx.diagnostics.census(spaceId, 100));
@@ -50,6 +40,7 @@ describe.each(storeTargets())('diagnostics store conformance on $name', (target)
   });
 
   it('backlog pages mailboxes by name with READY, CLAIMED, DEAD and the oldest READY, each count capped', async () => {
+    const { spaceId } = tenant;
     const a = await mailbox('a');
     await mailbox('b');
     for (let i = 0; i < 3; i++) await send(a, T0 + 1_000 * (i + 1));
@@ -65,6 +56,7 @@ describe.each(storeTargets())('diagnostics store conformance on $name', (target)
   });
 
   it('waitLines reads lines in line order up to the cap; allowancesWithWaiters finds the queued ones', async () => {
+    const { spaceId } = tenant;
     const [queued, idle] = await op(T0, async (ctx) => [
       (await allowances.createAllowance(ctx, schemas.allowanceCreateBody.parse({ name: 'q', unitsLimit: 1, windowSeconds: 3600 }), true)).view.id,
       (await allowances.createAllowance(ctx, schemas.allowanceCreateBody.parse({ name: 'idle', unitsLimit: 1, windowSeconds: 3600 }), true)).view.id,
@@ -77,6 +69,7 @@ describe.each(storeTargets())('diagnostics store conformance on $name', (target)
   });
 
   it('waitingBarriers lists WAITING barriers oldest first with the arrival keys of their epoch, in key order, up to the limit', async () => {
+    const { spaceId } = tenant;
     const waiting = await op(T0, (ctx) => barriers.createBarrier(ctx, schemas.barrierCreateBody.parse({ scopeId, target: 3 })));
     const done = await op(T0 + 1, (ctx) => barriers.createBarrier(ctx, schemas.barrierCreateBody.parse({ scopeId, target: 1 })));
     await op(T0 + 2, (ctx) => barriers.arrive(ctx, waiting.id, { arrivalKey: 'zeta' }));
@@ -88,6 +81,7 @@ describe.each(storeTargets())('diagnostics store conformance on $name', (target)
   });
 
   it('gated deliveries, summaries by id, a scope\'s tasks in order, and the run counts', async () => {
+    const { spaceId } = tenant;
     const box = await mailbox('work');
     await op(T0, (ctx) => pools.createPool(ctx, schemas.poolCreateBody.parse({ name: 'gpu', capacity: 1 }), true));
     const submit = (taskKey: string, nowMs: number, gated: boolean, scope = scopeId) =>

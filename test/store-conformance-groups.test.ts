@@ -1,44 +1,35 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { InvariantViolation, type Mailbox, type Store, type Task, type TaskGroup } from '@baton/core';
-import { insertTenant, storeTargets } from './support/databases';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { InvariantViolation, type Mailbox, type Task, type TaskGroup } from '@baton/core';
+import { storeTargets, useTenantStore } from './support/databases';
 
 /** Task groups, their members and the claim scopes below a scope, through the repository interfaces on every store. */
 const T0 = 1_700_000_000_000;
 
 describe.each(storeTargets())('task group store conformance on $name', (target) => {
-  let store: Store;
-  let closeStore: () => Promise<void>;
-  let spaceId: string;
+  const tenant = useTenantStore(target, T0);
   let box: Mailbox;
 
   beforeEach(async () => {
-    const opened = await target.open();
-    store = opened.store;
-    closeStore = opened.close;
-    spaceId = randomUUID();
-    box = { id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
-    await store.transaction(async (tx) => {
-      await insertTenant(tx, randomUUID(), spaceId, T0);
-      await tx.mailboxes.insert(box);
-    });
+    box = { id: randomUUID(), spaceId: tenant.spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
+    await tenant.store.transaction((tx) => tx.mailboxes.insert(box));
   });
-  afterEach(async () => closeStore());
 
   const group = (over: Partial<TaskGroup> = {}): TaskGroup => ({
-    id: randomUUID(), spaceId, scopeId: randomUUID(), parentScopeId: null, mailboxId: box.id, condition: 'N_ACCEPTED', threshold: 2, expectedMembers: 3, deadline: null,
+    id: randomUUID(), spaceId: tenant.spaceId, scopeId: randomUUID(), parentScopeId: null, mailboxId: box.id, condition: 'N_ACCEPTED', threshold: 2, expectedMembers: 3, deadline: null,
     state: 'OPEN', outcome: null, outcomeReason: null, memberCount: 0, decidedAt: null, createdAt: T0, updatedAt: T0, ...over,
   });
   const task = (over: Partial<Task> = {}): Task => ({
-    id: randomUUID(), spaceId, taskKey: `k-${randomUUID()}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId: randomUUID(), state: 'PENDING', input: null,
+    id: randomUUID(), spaceId: tenant.spaceId, taskKey: `k-${randomUUID()}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId: randomUUID(), state: 'PENDING', input: null,
     requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: null, messageId: null, groupId: null, tombstoned: false,
     createdAt: T0, updatedAt: T0, ...over,
   });
-  const insertGroup = async (g: TaskGroup): Promise<TaskGroup> => (await store.transaction((tx) => tx.taskGroups.insert(g)), g);
-  const insertTask = async (t: Task): Promise<Task> => (await store.transaction((tx) => tx.tasks.insert(t)), t);
-  const member = (g: TaskGroup, t: Task, position: number) => ({ spaceId, groupId: g.id, taskId: t.id, position, verdict: 'PENDING' as const, joinedAt: T0 + position, verdictAt: null });
+  const insertGroup = async (g: TaskGroup): Promise<TaskGroup> => (await tenant.store.transaction((tx) => tx.taskGroups.insert(g)), g);
+  const insertTask = async (t: Task): Promise<Task> => (await tenant.store.transaction((tx) => tx.tasks.insert(t)), t);
+  const member = (g: TaskGroup, t: Task, position: number) => ({ spaceId: tenant.spaceId, groupId: g.id, taskId: t.id, position, verdict: 'PENDING' as const, joinedAt: T0 + position, verdictAt: null });
 
   it('round-trips a group, and an update writes its state, outcome and membership', async () => {
+    const { store, spaceId } = tenant;
     const g = await insertGroup(group({ parentScopeId: randomUUID(), deadline: T0 + 60_000 }));
     expect(await store.read((tx) => tx.taskGroups.get(spaceId, g.id))).toEqual(g);
     expect(await store.read((tx) => tx.taskGroups.get(randomUUID(), g.id))).toBeUndefined();
@@ -54,6 +45,7 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   });
 
   it('lists in (createdAt, id) order with a state filter, after a position', async () => {
+    const { store, spaceId } = tenant;
     const a = await insertGroup(group({ createdAt: T0 }));
     const b = await insertGroup(group({ createdAt: T0 + 1, state: 'SEALED' }));
     const c = await insertGroup(group({ createdAt: T0 + 1, state: 'DECIDED', outcome: 'SUCCEEDED', outcomeReason: 'THRESHOLD_MET', decidedAt: T0 + 2 }));
@@ -65,6 +57,7 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   });
 
   it('adds a member only to a task that is in no group, and writes the groupId onto the task', async () => {
+    const { store, spaceId } = tenant;
     const g = await insertGroup(group());
     const other = await insertGroup(group());
     const t = await insertTask(task());
@@ -77,6 +70,7 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   });
 
   it('reads members in join order with their task states, and writes verdicts', async () => {
+    const { store, spaceId } = tenant;
     const g = await insertGroup(group());
     const [a, b] = [await insertTask(task({ state: 'SUCCEEDED', attempts: 1 })), await insertTask(task())];
     await store.transaction(async (tx) => {
@@ -100,6 +94,7 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   });
 
   it('claims undecided groups whose deadline passed, earliest first; another transaction skips those held', async () => {
+    const { store } = tenant;
     const late = await insertGroup(group({ deadline: T0 + 2_000 }));
     const early = await insertGroup(group({ deadline: T0 + 1_000, state: 'SEALED' }));
     await insertGroup(group({ deadline: T0 + 9_000 }));
@@ -122,6 +117,7 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   });
 
   it('answers a mailbox with the scopes a claim takes from: the scope, then every gate scope below it', async () => {
+    const { store, spaceId } = tenant;
     const root = randomUUID();
     const child = await insertGroup(group({ parentScopeId: root }));
     const grandchild = await insertGroup(group({ parentScopeId: child.scopeId }));
@@ -138,9 +134,9 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
   /** A READY message without a task in `scopeId` of the box. */
   const sendTo = async (scopeId: string): Promise<{ id: string }> => {
     const id = randomUUID();
-    await store.transaction((tx) =>
+    await tenant.store.transaction((tx) =>
       tx.messages.insert({
-        id, spaceId, mailboxId: box.id, scopeId, payload: null, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
+        id, spaceId: tenant.spaceId, mailboxId: box.id, scopeId, payload: null, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
         tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
       }),
     );
@@ -154,13 +150,14 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
     await sendTo(randomUUID());
     const inRoot = await sendTo(root);
     const claim = (scopeIds: string[]) =>
-      store.transaction((tx) => tx.messages.claimNext({ spaceId, mailboxId: box.id, scopeIds, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0 }));
+      tenant.store.transaction((tx) => tx.messages.claimNext({ spaceId: tenant.spaceId, mailboxId: box.id, scopeIds, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0 }));
     expect((await claim([root, child.scopeId]))?.id).toBe(inChild.id);
     expect((await claim([root, child.scopeId]))?.id).toBe(inRoot.id);
     expect(await claim([root, child.scopeId])).toBeUndefined();
   });
 
   it('an unlessGated claim takes nothing from a scope with gate scopes below it, and claims as usual from one without', async () => {
+    const { store, spaceId } = tenant;
     const root = randomUUID();
     const child = await insertGroup(group({ parentScopeId: root }));
     const inRoot = await sendTo(root);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { defaultSpaceLimits, deliveries, messages, SeededRandom, type ClaimRequest, type Mailbox, type NewMessage, type Store, type Tx } from '@baton/core';
-import { insertTenant, journalWhen, storeTargets } from './support/databases';
+import { describe, expect, it } from 'vitest';
+import { defaultSpaceLimits, deliveries, messages, SeededRandom, type ClaimRequest, type Mailbox, type NewMessage, type Tx } from '@baton/core';
+import { journalWhen, storeTargets, useTenantStore } from './support/databases';
 
 /**
  * Mailboxes and messages through the repository interfaces on every store: FIFO claims, and on
@@ -10,36 +10,22 @@ import { insertTenant, journalWhen, storeTargets } from './support/databases';
 const T0 = 1_700_000_000_000;
 
 describe.each(storeTargets())('message store conformance on $name', (target) => {
-  let store: Store;
-  let closeStore: () => Promise<void>;
-  let spaceId: string;
-
-  beforeEach(async () => {
-    const opened = await target.open();
-    store = opened.store;
-    closeStore = opened.close;
-    spaceId = randomUUID();
-    const orgId = randomUUID();
-    await store.transaction(async (tx) => {
-      await insertTenant(tx, orgId, spaceId, T0);
-    });
-  });
-  afterEach(async () => closeStore());
+  const tenant = useTenantStore(target, T0);
 
   const mailbox = (over: Partial<Mailbox> = {}): Mailbox => ({
-    id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0, ...over,
+    id: randomUUID(), spaceId: tenant.spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0, ...over,
   });
   const message = (mailboxId: string, scopeId: string, over: Partial<NewMessage> = {}): NewMessage => ({
-    id: randomUUID(), spaceId, mailboxId, scopeId, payload: { n: 1 }, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
+    id: randomUUID(), spaceId: tenant.spaceId, mailboxId, scopeId, payload: { n: 1 }, workKey: null, deadline: null, taskId: null, state: 'READY', attempt: 0,
     tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0, ...over,
   });
   const claimOf = (mailboxId: string, scopeId: string, over: Partial<ClaimRequest> = {}): ClaimRequest => ({
-    spaceId, mailboxId, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, ...over,
+    spaceId: tenant.spaceId, mailboxId, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, ...over,
   });
   const seed = async (count: number, scopeId: string): Promise<{ box: Mailbox; ids: string[] }> => {
     const box = mailbox();
     const ids: string[] = [];
-    await store.transaction(async (tx) => {
+    await tenant.store.transaction(async (tx) => {
       await tx.mailboxes.insert(box);
       for (let i = 0; i < count; i++) {
         const m = message(box.id, scopeId, { payload: { i } });
@@ -51,6 +37,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   };
 
   it('round-trips a mailbox; a second of one name is refused without writing', async () => {
+    const { store, spaceId } = tenant;
     const box = mailbox({ mode: 'INBOX', recipientId: 'agent' });
     expect(await store.transaction((tx) => tx.mailboxes.insert(box))).toBe(true);
     expect(await store.transaction((tx) => tx.mailboxes.insert(mailbox({ name: box.name })))).toBe(false);
@@ -63,6 +50,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   });
 
   it('getForSend answers the mailbox with its live backlog, capped by its backlogLimit and the space cap', async () => {
+    const { store, spaceId } = tenant;
     const scope = randomUUID();
     const { box } = await seed(3, scope);
     const other = await seed(2, scope);
@@ -82,6 +70,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   });
 
   it('round-trips messages with increasing seq, finds by workKey, counts the live ones', async () => {
+    const { store, spaceId } = tenant;
     const scope = randomUUID();
     const { box, ids } = await seed(2, scope);
     const sent = message(box.id, scope, { workKey: 'k', payload: [1, 'two', null, { deep: true }], deadline: T0 + 5 });
@@ -103,6 +92,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   });
 
   it('claims FIFO within the mailbox and scope, and the claim writes the lease', async () => {
+    const { store, spaceId } = tenant;
     const scope = randomUUID();
     const { box, ids } = await seed(3, scope);
     await store.transaction((tx) => tx.messages.insert(message(box.id, randomUUID())));
@@ -121,6 +111,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   });
 
   it('claimMany claims up to N oldest READY messages in seq order, each with its own token hash', async () => {
+    const { store } = tenant;
     const scope = randomUUID();
     const { box, ids } = await seed(5, scope);
     const first = await store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope), tokenHashes: ['t1', 't2', 't3'] }));
@@ -135,11 +126,12 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   it('concurrent claimMany calls take every message exactly once', async () => {
     const scope = randomUUID();
     const { box, ids } = await seed(20, scope);
-    const batches = await Promise.all(Array.from({ length: 6 }, (_, i) => store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope, { holder: `h${i}` }), tokenHashes: ['1', '2', '3', '4', '5'] }))));
+    const batches = await Promise.all(Array.from({ length: 6 }, (_, i) => tenant.store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope, { holder: `h${i}` }), tokenHashes: ['1', '2', '3', '4', '5'] }))));
     expect(batches.flat().map((m) => m.id).sort()).toEqual([...ids].sort());
   });
 
   it('lockMany answers the named messages that exist, in id order, once each', async () => {
+    const { store, spaceId } = tenant;
     const scope = randomUUID();
     const { ids } = await seed(3, scope);
     const named = [ids[2]!, randomUUID(), ids[0]!, ids[2]!];
@@ -149,6 +141,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   });
 
   it('claims expired leases only, earliest first', async () => {
+    const { store } = tenant;
     const scope = randomUUID();
     const { box } = await seed(2, scope);
     await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { leaseExpiresAt: T0 + 10_000 })));
@@ -159,9 +152,9 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   });
 
   it('census counts READY, CLAIMED and DEAD per mailbox across spaces, the most live first, at most `limit`', async () => {
+    const { store, spaceId } = tenant;
     const scope = randomUUID();
-    const otherSpace = randomUUID();
-    await store.transaction((tx) => insertTenant(tx, randomUUID(), otherSpace, T0));
+    const otherSpace = await tenant.otherSpace();
     const busy = mailbox({ name: 'busy' });
     const poisoned = mailbox({ name: 'poisoned' });
     const quiet = mailbox({ name: 'quiet' });
@@ -199,12 +192,13 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   it('concurrent claims take every message exactly once (20 claims of 10 messages)', async () => {
     const scope = randomUUID();
     const { box, ids } = await seed(10, scope);
-    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { holder: `h${i}` })))));
+    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => tenant.store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { holder: `h${i}` })))));
     const claimed = claims.filter((m) => m !== undefined).map((m) => m!.id);
     expect(claimed.sort()).toEqual([...ids].sort());
   });
 
   it('sweepers on several servers expire each lease once', async () => {
+    const { store, spaceId } = tenant;
     const scope = randomUUID();
     const { box } = await seed(6, scope);
     const random = new SeededRandom(3);

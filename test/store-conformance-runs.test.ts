@@ -1,30 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Run, Store } from '@baton/core';
-import { insertTenant, storeTargets } from './support/databases';
+import { describe, expect, it } from 'vitest';
+import type { Run } from '@baton/core';
+import { storeTargets, useTenantStore } from './support/databases';
 
 /** The run repository (decisions §10) on every store. */
 const T0 = 1_700_000_000_000;
 
 describe.each(storeTargets())('run store conformance on $name', (target) => {
-  let store: Store;
-  let closeStore: () => Promise<void>;
-  let spaceId: string;
-
-  beforeEach(async () => {
-    const opened = await target.open();
-    store = opened.store;
-    closeStore = opened.close;
-    spaceId = randomUUID();
-    await store.transaction((tx) => insertTenant(tx, randomUUID(), spaceId, T0));
-  });
-  afterEach(async () => closeStore());
+  const tenant = useTenantStore(target, T0);
 
   const run = (over: Partial<Run> = {}): Run => ({
-    spaceId, scopeId: randomUUID(), parentScopeId: null, name: null, state: 'ACTIVE', childLimit: 10, children: 0, cascadePending: false, createdAt: T0, updatedAt: T0, endedAt: null, ...over,
+    spaceId: tenant.spaceId, scopeId: randomUUID(), parentScopeId: null, name: null, state: 'ACTIVE', childLimit: 10, children: 0, cascadePending: false, createdAt: T0, updatedAt: T0, endedAt: null, ...over,
   });
 
   it('inserts a run once per scopeId and reads back what it wrote', async () => {
+    const { store, spaceId } = tenant;
     const r = run({ name: 'n' });
     expect(await store.transaction((tx) => tx.runs.insert(r))).toBe(true);
     expect(await store.transaction((tx) => tx.runs.insert({ ...r, name: 'other' }))).toBe(false);
@@ -36,6 +26,7 @@ describe.each(storeTargets())('run store conformance on $name', (target) => {
   });
 
   it('lists children by scopeId in pages, and the ACTIVE ones oldest first', async () => {
+    const { store, spaceId } = tenant;
     const parent = run();
     const kids = [run({ parentScopeId: parent.scopeId, createdAt: T0 + 2 }), run({ parentScopeId: parent.scopeId, createdAt: T0 + 1 }), run({ parentScopeId: parent.scopeId, state: 'COMPLETED', endedAt: T0 })];
     await store.transaction(async (tx) => {
@@ -48,6 +39,7 @@ describe.each(storeTargets())('run store conformance on $name', (target) => {
   });
 
   it('claims cancelled runs with a cascade pending, oldest first, up to the limit', async () => {
+    const { store } = tenant;
     const due = [run({ state: 'CANCELLED', cascadePending: true, endedAt: T0, createdAt: T0 + 1 }), run({ state: 'CANCELLED', cascadePending: true, endedAt: T0, createdAt: T0 })];
     await store.transaction(async (tx) => {
       for (const r of [...due, run({ state: 'CANCELLED', endedAt: T0 }), run()]) await tx.runs.insert(r);

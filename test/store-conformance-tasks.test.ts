@@ -1,41 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { maxRacedAttempts, type Mailbox, type Store, type Task } from '@baton/core';
-import { insertTenant, storeTargets } from './support/databases';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { maxRacedAttempts, type Mailbox, type Task } from '@baton/core';
+import { storeTargets, useTenantStore } from './support/databases';
 
 /** Tasks and subscribers through the repository interfaces on every store. */
 const T0 = 1_700_000_000_000;
 
 describe.each(storeTargets())('task store conformance on $name', (target) => {
-  let store: Store;
-  let closeStore: () => Promise<void>;
-  let spaceId: string;
+  const tenant = useTenantStore(target, T0);
   let box: Mailbox;
 
   beforeEach(async () => {
-    const opened = await target.open();
-    store = opened.store;
-    closeStore = opened.close;
-    spaceId = randomUUID();
-    const orgId = randomUUID();
-    box = { id: randomUUID(), spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
-    await store.transaction(async (tx) => {
-      await insertTenant(tx, orgId, spaceId, T0);
-      await tx.mailboxes.insert(box);
-    });
+    box = { id: randomUUID(), spaceId: tenant.spaceId, name: `box-${randomUUID()}`, mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
+    await tenant.store.transaction((tx) => tx.mailboxes.insert(box));
   });
-  afterEach(async () => closeStore());
 
   const task = (over: Partial<Task> = {}): Task => ({
-    id: randomUUID(), spaceId, taskKey: `k-${randomUUID()}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId: randomUUID(), state: 'PENDING', input: { a: [1, 'x'] },
+    id: randomUUID(), spaceId: tenant.spaceId, taskKey: `k-${randomUUID()}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId: randomUUID(), state: 'PENDING', input: { a: [1, 'x'] },
     requirements: { pools: [{ name: 'gpu', units: 1 }], quotas: [], budgets: [{ name: 'b', reserveMinor: '5' }] }, workLimit: 'wl', deadline: null, attempts: 0,
     outcome: null, failureReason: null, messageId: null, groupId: null, tombstoned: false, createdAt: T0, updatedAt: T0, ...over,
   });
   const withDelivery = async (t: Task): Promise<Task> =>
-    store.transaction(async (tx) => {
+    tenant.store.transaction(async (tx) => {
       await tx.tasks.insert(t);
       const m = {
-        id: randomUUID(), spaceId, mailboxId: box.id, scopeId: t.scopeId, payload: { taskId: t.id }, workKey: null, deadline: t.deadline, taskId: t.id, state: 'READY', attempt: 0,
+        id: randomUUID(), spaceId: tenant.spaceId, mailboxId: box.id, scopeId: t.scopeId, payload: { taskId: t.id }, workKey: null, deadline: t.deadline, taskId: t.id, state: 'READY', attempt: 0,
         tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, result: null, requirements: null, claimed: null, createdAt: T0, updatedAt: T0,
       } as const;
       await tx.messages.insert(m);
@@ -45,6 +34,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
     });
 
   it('round-trips a task; a second of one taskKey loses the race: its transaction runs again and the first attempt writes nothing', async () => {
+    const { store, spaceId } = tenant;
     const t = await withDelivery(task());
     expect(await store.read((tx) => tx.tasks.get(spaceId, t.id))).toEqual(t);
     expect(await store.read((tx) => tx.tasks.getByKey(spaceId, t.taskKey))).toEqual(t);
@@ -71,6 +61,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
   });
 
   it('a transaction that keeps losing races answers CONFLICT, writing nothing', async () => {
+    const { store, spaceId } = tenant;
     const t = await withDelivery(task());
     const other = task();
     let attempts = 0;
@@ -85,6 +76,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
   });
 
   it('lists in (createdAt, id) order with scope and state filters', async () => {
+    const { store, spaceId } = tenant;
     const scopeId = randomUUID();
     const a = await withDelivery(task({ scopeId, createdAt: T0 }));
     const b = await withDelivery(task({ scopeId, createdAt: T0 + 1, state: 'RUNNING', attempts: 1 }));
@@ -97,6 +89,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
   });
 
   it('claims nonterminal tasks whose deadline passed, earliest first', async () => {
+    const { store } = tenant;
     const late = await withDelivery(task({ deadline: T0 + 2_000 }));
     const early = await withDelivery(task({ deadline: T0 + 1_000 }));
     await withDelivery(task({ deadline: T0 + 500, state: 'SUCCEEDED' }));
@@ -110,6 +103,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
   });
 
   it('subscribers: add is idempotent, remove answers whether it removed', async () => {
+    const { store, spaceId } = tenant;
     const t = await withDelivery(task());
     const sub = { spaceId, taskId: t.id, subscriberId: 'a', scopeId: t.scopeId, joinedAt: T0 };
     expect(await store.transaction((tx) => tx.tasks.addSubscriber(sub))).toBe(true);
@@ -122,6 +116,7 @@ describe.each(storeTargets())('task store conformance on $name', (target) => {
   });
 
   it('lists a task\'s events from the journal in order', async () => {
+    const { store, spaceId } = tenant;
     const t = await withDelivery(task());
     await store.transaction((tx) =>
       tx.events.append(spaceId, T0, [

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Mailbox, Store, Timer } from '@baton/core';
-import { insertTenant, storeTargets } from './support/databases';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Mailbox, Timer } from '@baton/core';
+import { storeTargets, useTenantStore } from './support/databases';
 
 /**
  * The timer repository on every store: the memory store (the reference), PGlite and PostgreSQL
@@ -12,32 +12,19 @@ import { insertTenant, storeTargets } from './support/databases';
 const T0 = 1_700_000_000_123;
 
 describe.each(storeTargets())('timer store conformance on $name', (target) => {
-  let store: Store;
-  let closeStore: () => Promise<void>;
-  let spaceId: string;
+  const tenant = useTenantStore(target, T0);
   let box: Mailbox;
 
   beforeEach(async () => {
-    const opened = await target.open();
-    store = opened.store;
-    closeStore = opened.close;
-    spaceId = randomUUID();
-    box = { id: randomUUID(), spaceId, name: 'box', mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
-    await store.transaction(async (tx) => {
-      await insertTenant(tx, randomUUID(), spaceId, T0);
-      await tx.mailboxes.insert(box);
-    });
-  });
-
-  afterEach(async () => {
-    await closeStore();
+    box = { id: randomUUID(), spaceId: tenant.spaceId, name: 'box', mode: 'WORK', recipientId: null, backlogLimit: 1000, createdAt: T0, updatedAt: T0 };
+    await tenant.store.transaction((tx) => tx.mailboxes.insert(box));
   });
 
   function timer(overrides: Partial<Timer> = {}): Timer {
     const fireAt = overrides.fireAt ?? T0 + 1_000;
     return {
       id: randomUUID(),
-      spaceId,
+      spaceId: tenant.spaceId,
       timerKey: `key-${randomUUID()}`,
       scopeId: randomUUID(),
       mailboxId: box.id,
@@ -57,11 +44,12 @@ describe.each(storeTargets())('timer store conformance on $name', (target) => {
 
   async function committed(overrides: Partial<Timer> = {}): Promise<Timer> {
     const t = timer(overrides);
-    expect(await store.transaction((tx) => tx.timers.insert(t))).toBe(true);
+    expect(await tenant.store.transaction((tx) => tx.timers.insert(t))).toBe(true);
     return t;
   }
 
   it('inserts, gets (also for update and by key) and moves an ARMED timer; refuses a second insert of a key', async () => {
+    const { store, spaceId } = tenant;
     const t = await committed({ timerKey: 'k'.repeat(512), payload: null });
     expect(await store.read((tx) => tx.timers.get(spaceId, t.id))).toEqual(t);
     expect(await store.transaction((tx) => tx.timers.get(spaceId, t.id, { forUpdate: true }))).toEqual(t);
@@ -82,6 +70,7 @@ describe.each(storeTargets())('timer store conformance on $name', (target) => {
   });
 
   it('refuses to move a timer that is no longer ARMED, or a missing one', async () => {
+    const { store, spaceId } = tenant;
     const t = await committed();
     const cancelled: Timer = { ...t, state: 'CANCELLED', cancelledAt: T0 + 1, updatedAt: T0 + 1 };
     await store.transaction((tx) => tx.timers.update(cancelled));
@@ -91,6 +80,7 @@ describe.each(storeTargets())('timer store conformance on $name', (target) => {
   });
 
   it('lists in (createdAt, id) order, filters by state and scopeId, and pages with an exclusive position', async () => {
+    const { store, spaceId } = tenant;
     const scopeId = randomUUID();
     const a = await committed({ createdAt: T0 + 2, scopeId });
     const b = await committed({ createdAt: T0 + 1 });
@@ -107,6 +97,7 @@ describe.each(storeTargets())('timer store conformance on $name', (target) => {
   });
 
   it('counts ARMED timers up to a cap, and a scope\'s timers by state', async () => {
+    const { store, spaceId } = tenant;
     const scopeId = randomUUID();
     for (let i = 0; i < 4; i++) await committed({ scopeId });
     await committed({ scopeId, state: 'FIRED', firedAt: T0, firedMessageId: randomUUID() });
@@ -119,12 +110,10 @@ describe.each(storeTargets())('timer store conformance on $name', (target) => {
   });
 
   it('claims ARMED timers due by now, oldest due first across spaces; another transaction skips those held', async () => {
-    const otherSpace = randomUUID();
+    const { store } = tenant;
+    const otherSpace = await tenant.otherSpace();
     const otherBox: Mailbox = { ...box, id: randomUUID(), spaceId: otherSpace };
-    await store.transaction(async (tx) => {
-      await insertTenant(tx, randomUUID(), otherSpace, T0);
-      await tx.mailboxes.insert(otherBox);
-    });
+    await store.transaction((tx) => tx.mailboxes.insert(otherBox));
     const late = await committed({ fireAt: T0 + 300 });
     const early = await committed({ fireAt: T0 + 100 });
     const deferred = await committed({ fireAt: T0, dueAt: T0 + 200 });
@@ -154,6 +143,7 @@ describe.each(storeTargets())('timer store conformance on $name', (target) => {
   });
 
   it('on PostgreSQL, two sweeps racing move each timer out of ARMED once', async () => {
+    const { store } = tenant;
     if (!target.concurrentTransactions) return;
     const timers = await Promise.all(Array.from({ length: 20 }, (_, i) => committed({ fireAt: T0 + i })));
     const sweep = () =>
@@ -168,6 +158,7 @@ describe.each(storeTargets())('timer store conformance on $name', (target) => {
   });
 
   it('locks the ARMED timers of some scopes in id order, up to a limit', async () => {
+    const { store, spaceId } = tenant;
     const [s1, s2] = [randomUUID(), randomUUID()];
     const mine = [await committed({ scopeId: s1 }), await committed({ scopeId: s2 }), await committed({ scopeId: s1 })];
     await committed({ scopeId: s1, state: 'CANCELLED', cancelledAt: T0 });

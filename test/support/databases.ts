@@ -1,4 +1,5 @@
-import { inject } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, inject } from 'vitest';
 import { MemoryStore, type JournalEvent, type Store, type Tx } from '@baton/core';
 import { openStore } from '@baton/server/store/open-store';
 import { migrate } from '@baton/server/store/sql/migrate';
@@ -109,6 +110,55 @@ async function dumpMigratedPglite(): Promise<Blob> {
 export async function insertTenant(tx: Tx, orgId: string, spaceId: string, atMs: number): Promise<void> {
   await tx.orgs.insert({ id: orgId, name: 'o', plan: 'TEAM', limits: null, createdAt: atMs, updatedAt: atMs });
   await tx.spaces.insert({ id: spaceId, orgId, name: 's', limits: null, createdAt: atMs, updatedAt: atMs });
+}
+
+/** The store and tenant of the test running: read them inside a test or hook, not where the suite is defined. */
+export interface TenantStore {
+  readonly store: Store;
+  readonly orgId: string;
+  readonly spaceId: string;
+  /** Another organization with one space, in the same store, for tests that keep spaces apart: the space's id. */
+  otherSpace(): Promise<string>;
+}
+
+/**
+ * Registers, in the calling suite, the hooks that give each test a fresh store of `target`
+ * with one tenant (insertTenant at `atMs`), so no test sees another's rows, and that close it
+ * after the test even when the test or the set-up failed. The getters answer for the test
+ * running, so a suite reads them per test rather than copying them once.
+ */
+export function useTenantStore(target: StoreTarget, atMs: number): TenantStore {
+  let current: { opened: OpenedStore; orgId: string; spaceId: string } | undefined;
+  const now = (): { opened: OpenedStore; orgId: string; spaceId: string } => {
+    if (!current) throw new Error('useTenantStore: the store exists only while a test runs (read it inside a test or hook)');
+    return current;
+  };
+  beforeEach(async () => {
+    const fresh = { opened: await target.open(), orgId: randomUUID(), spaceId: randomUUID() };
+    current = fresh;
+    await fresh.opened.store.transaction((tx) => insertTenant(tx, fresh.orgId, fresh.spaceId, atMs));
+  });
+  afterEach(async () => {
+    const ended = current;
+    current = undefined;
+    await ended?.opened.close();
+  });
+  return {
+    get store() {
+      return now().opened.store;
+    },
+    get orgId() {
+      return now().orgId;
+    },
+    get spaceId() {
+      return now().spaceId;
+    },
+    async otherSpace() {
+      const spaceId = randomUUID();
+      await now().opened.store.transaction((tx) => insertTenant(tx, randomUUID(), spaceId, atMs));
+      return spaceId;
+    },
+  };
 }
 
 /**
