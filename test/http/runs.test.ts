@@ -94,6 +94,24 @@ describe.each(storeTargets())('runs over HTTP on $name', (target) => {
     });
   });
 
+  it('cancel ends a claim whose lease ran out before the sweep came as EXPIRED, not RELEASED, and answers 200', async () => {
+    // Found by the simulator: the cascade released it, and releasing a claim that is not live is an invariant violation (500).
+    const scopeId = (await create({})).body.scopeId as string;
+    const live = await server.api('POST', '/claims', { body: { claimKey: `live-${randomUUID()}`, scopeId, holder: 'agent', holderSession: 's1', leaseSeconds: 60 }, idem: idem() });
+    const lapsed = await server.api('POST', '/claims', { body: { claimKey: `lapsed-${randomUUID()}`, scopeId, holder: 'agent', holderSession: 's1', leaseSeconds: 5 }, idem: idem() });
+    expect([live.statusCode, lapsed.statusCode]).toEqual([201, 201]);
+    server.clock.advance(10_000); // past the short lease; no sweep runs in between
+
+    const cancelled = await end(scopeId, 'cancel');
+    expect(cancelled.statusCode).toBe(200);
+    expect(cancelled.body).toMatchObject({ state: 'CANCELLED', cascading: false });
+    expect((await server.api('GET', `/claims/${live.body.id}`)).body).toMatchObject({ state: 'RELEASED' });
+    expect((await server.api('GET', `/claims/${lapsed.body.id}`)).body).toMatchObject({ state: 'EXPIRED' });
+    const events = await allEvents(server, (all) => all.some((e) => e.type === 'claim.expired' && e.aggregate.id === lapsed.body.id));
+    expect(events.filter((e) => e.aggregate.id === lapsed.body.id).map((e) => e.type)).toEqual(['claim.acquired', 'claim.expired']);
+    expect(events.find((e) => e.type === 'claim.released' && e.aggregate.id === live.body.id)).toMatchObject({ data: { reason: 'RUN_CANCELLED' } });
+  });
+
   it('cancels a large run in bounded batches: the reply says cascading, the sweep finishes', async () => {
     const scopeId = (await create({})).body.scopeId as string;
     const batch = await server.api('POST', '/tasks/submit-batch', { body: { tasks: Array.from({ length: 80 }, () => ({ scopeId, mailboxId: box, taskKey: randomUUID(), input: null })) }, idem: idem() });

@@ -109,9 +109,12 @@ export async function releaseInScope(ctx: OpContext, scopeId: string, limit: num
   for (const listed of held) {
     const claim = await ctx.tx.claims.get(ctx.spaceId, listed.id, { forUpdate: true });
     if (claim?.state !== 'HELD') continue; // ended since it was listed
-    const next = releasedClaim(claim, ctx.nowMs);
+    // Still HELD but its lease ran out before the sweep came by: it was never the run's to
+    // release. It ends EXPIRED here, with claim.expired, as the sweep would have ended it (the
+    // simulator found a cancel answering 500 on releasing one).
+    const next = claim.leaseExpiresAt <= ctx.nowMs ? expiredClaim(claim, ctx.nowMs) : releasedClaim(claim, ctx.nowMs);
     await ctx.tx.claims.update(next);
-    await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [claimEvent(next, eventTypes.claimReleased, { reason })]);
+    await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [next.state === 'EXPIRED' ? expiredEvent(next, null) : claimEvent(next, eventTypes.claimReleased, { reason })]);
   }
   return held.length;
 }
