@@ -25,6 +25,10 @@ describe('the limits checker', () => {
     const attempts = [work(0), work(100), work(900), work(1_200, { replayed: true }), work(2_000)];
     expect(checkLimits(attempts, facts)).toEqual([expect.stringMatching(/send sent at 2000 succeeded \(201\)/)]);
     expect(checkLimits(attempts, { ...facts, serverStartsMs: [1_500] })).toEqual([]);
+    // Sent while the server was down, it reached the process that started before its reply, which had not synced yet.
+    const late = [...attempts.slice(0, -1), work(2_000, { repliedAtMs: 2_080 })];
+    expect(checkLimits(late, { ...facts, serverStartsMs: [2_050] })).toEqual([]);
+    expect(checkLimits(late, { ...facts, serverStartsMs: [2_090] })).toHaveLength(1); // started after the reply: not the server that answered
     expect(checkLimits(attempts, { ...facts, operationsLeft: 4 })).toEqual([]); // the 4th operation is the send itself
   });
 });

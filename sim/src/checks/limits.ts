@@ -75,9 +75,12 @@ function checkOperationsStop(attempts: readonly Attempt[], facts: LimitFacts): s
   if (!usedUp) return [];
   const usedAtMs = usedUp.repliedAtMs!;
   const restartedBefore = (atMs: number): number => Math.max(Number.NEGATIVE_INFINITY, ...facts.serverStartsMs.filter((s) => s <= atMs));
+  // The answering request reached the server before its reply came back, not when it was sent:
+  // one sent while the server was down arrives at the next process, which may not have synced.
+  const surelySynced = (a: Attempt): boolean => a.sentAtMs >= restartedBefore(a.repliedAtMs!) + facts.syncedWithinMs;
   return attempts
     .filter((a) => a.kind === 'work' && succeeded(a))
-    .filter((a) => a.sentAtMs >= usedAtMs + bufferedMs && a.sentAtMs >= restartedBefore(a.sentAtMs) + facts.syncedWithinMs)
+    .filter((a) => a.sentAtMs >= usedAtMs + bufferedMs && surelySynced(a))
     .map((a) => `limits: ${a.agent}'s ${a.what} sent at ${a.sentAtMs} succeeded (${a.statusCode}) though the month's last operation was acknowledged at ${usedAtMs}`);
 }
 
