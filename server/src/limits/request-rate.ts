@@ -65,7 +65,7 @@ export class RequestRate {
     // what the others last reported, so a stale rate never spends the recovery reserve on traffic
     // that stopped (two servers, 2,000 a minute: the carried estimate refused every recovery call
     // for up to a sync interval after ordinary calls were refused, in one CI run of 40).
-    const org = recovery ? this.lastRead(orgId) : this.orgRequests(orgId, nowMs);
+    const org = this.orgRequests(orgId, nowMs, !recovery);
     if (limits.orgPerMinute !== null && org + units > allowedOf(limits.orgPerMinute, recovery)) {
       return { code: 'SERVICE_RATE_LIMITED', limit: limits.orgPerMinute, allowed: allowedOf(limits.orgPerMinute, recovery) };
     }
@@ -117,22 +117,16 @@ export class RequestRate {
     this.others = { minute, atMs, counts: requestsByOrg, perMs, sinceMs: previous && previous.minute === minute ? atMs - previous.atMs : 0 };
   }
 
-  private orgRequests(orgId: string, nowMs: number): number {
-    return (this.orgs.get(orgId) ?? 0) + this.othersOf(orgId, nowMs);
+  private orgRequests(orgId: string, nowMs: number, carried = true): number {
+    return (this.orgs.get(orgId) ?? 0) + this.othersOf(orgId, nowMs, carried);
   }
 
-  /** The other servers' count now: the last read, plus their last rate over at most one sync interval since. */
-  private othersOf(orgId: string, nowMs: number): number {
+  /** The other servers' count now: the last read, plus (when `carried`) their last rate over at most one sync interval since. */
+  private othersOf(orgId: string, nowMs: number, carried: boolean): number {
     const others = this.others;
     if (!others || others.minute !== this.minute) return 0;
-    const carriedMs = Math.min(Math.max(0, nowMs - others.atMs), others.sinceMs);
+    const carriedMs = carried ? Math.min(Math.max(0, nowMs - others.atMs), others.sinceMs) : 0;
     return (others.counts.get(orgId) ?? 0) + Math.floor((others.perMs.get(orgId) ?? 0) * carriedMs);
-  }
-
-  /** Own count plus the other servers' count as last read, not carried forward. */
-  private lastRead(orgId: string): number {
-    const others = this.others;
-    return (this.orgs.get(orgId) ?? 0) + (others && others.minute === this.minute ? (others.counts.get(orgId) ?? 0) : 0);
   }
 
   private add(orgId: string, spaceId: string, units: number): void {
