@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startServerProcess, stopServerProcess, type ServerProcess } from './support/server-process';
+import { killServerProcess, startServerProcess, stopServerProcess, type ServerProcess } from './support/server-process';
 
 /**
  * `npm start` as a user runs it: a real process on the embedded store (in a data directory
@@ -55,5 +55,34 @@ describe('the server process on the embedded store', () => {
     const after = await fetch(`${third.address}/v1/spaces/${space}/budgets`, { headers: { authorization: `Bearer ${key}` } });
     expect(((await after.json()) as { items: { name: string }[] }).items.map((b) => b.name)).toEqual(['acked-before-kill', 'kept']);
     expect(await stop(third)).toBe(0);
-  }, 120_000);
+  }, 300_000);
+
+  it('refuses a second server on the same data directory, and starts again at once after the owner is SIGKILLed', async () => {
+    const env = { PORT: '0', BATON_DATA_DIR: join(dataDir, 'shared'), DATABASE_URL: '', LOG_LEVEL: 'info' };
+    const owner = await startServerProcess(env);
+    await new Promise((r) => setTimeout(r, 200)); // the banner follows the "serving" log line
+    const space = /export BATON_SPACE=(\S+)/.exec(owner.output())?.[1];
+    const key = /export BATON_KEY=(\S+)/.exec(owner.output())?.[1];
+    const acked = await fetch(`${owner.address}/v1/spaces/${space}/budgets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'l1' },
+      body: JSON.stringify({ name: 'acked-by-the-owner', currency: 'USD', scale: 2, limitMinor: '1' }),
+    });
+    expect(acked.status).toBe(201);
+
+    // Started, it would be a second writer on the directory: acknowledged writes of one or the other get lost.
+    const second = await startServerProcess(env).then(
+      async (started) => ({ code: `serving (stopped: ${await stopServerProcess(started.child)})`, output: started.output() }),
+      (error: Error) => ({ code: /server exited (\d+)/.exec(error.message)?.[1], output: error.message }),
+    );
+    expect(second.code).toBe('3');
+    expect(second.output).toContain(`baton: the data directory ${env.BATON_DATA_DIR} is in use by another Baton process (pid ${owner.child.pid}); stop it or set BATON_DATA_DIR`);
+    expect(second.output).not.toMatch(/^\s+at /m); // a message, not a stack trace
+
+    await killServerProcess(owner.child);
+    const successor = await startServerProcess(env);
+    const list = await fetch(`${successor.address}/v1/spaces/${space}/budgets`, { headers: { authorization: `Bearer ${key}` } });
+    expect(((await list.json()) as { items: { name: string }[] }).items.map((b) => b.name)).toEqual(['acked-by-the-owner']);
+    expect(await stopServerProcess(successor.child)).toBe(0);
+  }, 300_000);
 });

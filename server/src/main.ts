@@ -1,9 +1,13 @@
 import { ConfigError, loadConfig, type Config } from './config';
 import { clockFor, createBaton } from './host/baton';
 import { createLogger, resolveLogFormat } from './host/logger';
+import { DataDirInUseError } from './store/data-dir-lock';
 import { embeddedDurabilityNote } from './store/durability';
 import { PgNotifier } from './notify/pg-notifier';
 import { openStore } from './store/open-store';
+
+/** Exit codes of a refused start (docs/operator.md); 1 is any other failure to start. */
+const exitCodes = { config: 2, dataDirInUse: 3 } as const;
 
 /** `npm start`: the Baton server on PostgreSQL (DATABASE_URL) or embedded PGlite. */
 async function main(): Promise<void> {
@@ -13,12 +17,16 @@ async function main(): Promise<void> {
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`baton: ${error.message}\n`);
-    process.exit(2);
+    process.exit(exitCodes.config);
   }
   const logger = createLogger({ level: config.logLevel, format: resolveLogFormat(config.logFormat, process.stdout.isTTY === true) });
-  const store = config.databaseUrl
-    ? await openStore({ kind: 'postgres', url: config.databaseUrl, poolMax: config.dbPoolMax })
-    : await openStore({ kind: 'pglite', dataDir: config.dataDir });
+  const store = await openStore(config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl, poolMax: config.dbPoolMax } : { kind: 'pglite', dataDir: config.dataDir }).catch(
+    (error: unknown) => {
+      if (!(error instanceof DataDirInUseError)) throw error;
+      process.stderr.write(`baton: ${error.message}\n`);
+      process.exit(exitCodes.dataDirInUse);
+    },
+  );
   if (store.kind === 'pglite') logger.warn({ dataDir: config.dataDir }, embeddedDurabilityNote);
   const clock = clockFor(config);
   // Several servers may share PostgreSQL: their long polls wake through LISTEN/NOTIFY. PGlite

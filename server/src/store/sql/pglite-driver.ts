@@ -1,4 +1,5 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { lockDataDir, type DataDirLock } from '../data-dir-lock';
 import { openDurablePglite } from './pglite-durable';
 import type { SqlDriver, SqlParam, SqlQueryable } from './driver';
 
@@ -19,13 +20,27 @@ export interface PgliteDriverOptions {
 export class PgliteDriver implements SqlDriver {
   readonly kind = 'pglite' as const;
 
-  private constructor(private readonly db: PGlite) {}
+  private constructor(
+    private readonly db: PGlite,
+    /** On disk: the directory's lock, held until close(). */
+    private readonly lock?: DataDirLock,
+  ) {}
 
-  /** On disk, PGlite is opened durable (pglite-durable.ts): every commit is fsynced. */
+  /**
+   * On disk, the data directory is locked first (data-dir-lock.ts: a directory in use by another
+   * process or PgliteDriver throws DataDirInUseError), then PGlite is opened durable
+   * (pglite-durable.ts): every commit is fsynced.
+   */
   static async open(options: PgliteDriverOptions = {}): Promise<PgliteDriver> {
     const load = options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir };
-    if (options.dataDir !== undefined) return new PgliteDriver((await openDurablePglite(options.dataDir, load)).db);
-    return new PgliteDriver(await PGlite.create(load));
+    if (options.dataDir === undefined) return new PgliteDriver(await PGlite.create(load));
+    const lock = lockDataDir(options.dataDir);
+    try {
+      return new PgliteDriver((await openDurablePglite(options.dataDir, load)).db, lock);
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
   }
 
   /** Wraps a PGlite opened elsewhere (e.g. with other start parameters); close() closes it. */
@@ -55,7 +70,11 @@ export class PgliteDriver implements SqlDriver {
   }
 
   async close(): Promise<void> {
-    await this.db.close();
+    try {
+      await this.db.close();
+    } finally {
+      this.lock?.release();
+    }
   }
 }
 
