@@ -14,7 +14,13 @@ const root = new URL('../..', import.meta.url).pathname;
 /** Every server process started and not yet seen to exit: `stopAll` ends them whatever a test did. */
 const running = new Set<ChildProcess>();
 
-/** Starts a server with `env` over this process's environment and waits for its address (30 s at most). */
+const startLimitMs = 120_000;
+
+/**
+ * Starts a server with `env` over this process's environment and waits for its address. The
+ * limit is generous on purpose: a first start on the embedded store on a busy machine can take
+ * many times its idle duration, and a server that fails to start exits, which ends the wait at once.
+ */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['server/dist/main.js'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
@@ -23,7 +29,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
   const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), startLimitMs);
     child.stdout!.on('data', () => {
       const match = /"address":"(http:\/\/[^"]+)"/.exec(output);
       if (match) {
