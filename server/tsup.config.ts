@@ -1,9 +1,15 @@
 import { cp } from 'node:fs/promises';
 import { defineConfig } from 'tsup';
+import { usableTemplate, writePgliteTemplate } from './src/store/sql/pglite-template';
 
 // `npm start` and the `baton` command run this build, not TypeScript through a loader. @baton/core
 // is bundled in; the npm dependencies stay external. The migrations are read at run time from
 // beside the module that loads them (store/sql/migrate.ts), so they are copied next to it.
+// So is the embedded store's template database (store/sql/pglite-template.ts): initdb takes
+// seconds and most of a gigabyte, so it runs once per PGlite version, into a cache that later
+// builds copy from.
+const templateCache = new URL('../node_modules/.cache/baton/pglite-template/', import.meta.url).pathname;
+
 export default defineConfig({
   entry: { main: 'src/main.ts', cli: 'src/cli/main.ts', index: 'src/index.ts' },
   format: 'esm',
@@ -15,5 +21,7 @@ export default defineConfig({
   sourcemap: true,
   async onSuccess() {
     await cp('src/store/sql/migrations', 'dist/migrations', { recursive: true });
+    if (!usableTemplate(templateCache)) await writePgliteTemplate(templateCache);
+    await cp(templateCache, 'dist/pglite-template', { recursive: true });
   },
 });
