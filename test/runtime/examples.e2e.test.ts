@@ -12,6 +12,13 @@ import { afterAll, describe, expect, it } from 'vitest';
  * itself with tsx's loader (not the tsx wrapper), so a signal reaches the program, not a wrapper.
  */
 const root = new URL('../..', import.meta.url).pathname;
+
+/**
+ * How long a step may take before the test calls it hung. Every wait below ends as soon as its
+ * step is done (or its process exits), so this is no budget a busy machine races: an embedded
+ * first start that takes 2 s idle took 10 to 30 s beside other test runs.
+ */
+const patienceMs = 120_000;
 const dataDir = mkdtempSync(join(tmpdir(), 'baton-examples-'));
 const children: ChildProcess[] = [];
 
@@ -101,18 +108,20 @@ function descendantsOf(pid: number): number[] {
 describe('the runtime examples against `npm start`', () => {
   it('a worker and a submitter complete every task; SIGTERM drains both processes to exit 0', async () => {
     const server = run('server/dist/main.js', [], { PORT: '0', BATON_DATA_DIR: join(dataDir, 'data'), DATABASE_URL: '', LOG_LEVEL: 'info' });
-    const url = (await waitForOutput(server, /"address":"(http:\/\/[^"]+)"/, 20_000))[1]!;
+    // Started means ready: "baton is serving" comes after the store is open and migrated.
+    const url = (await waitForOutput(server, /"address":"(http:\/\/[^"]+)".*"baton is serving"/, patienceMs))[1]!;
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
     // The banner with the export lines follows the "serving" log line.
-    const space = (await waitForOutput(server, /export BATON_SPACE=(\S+)/, 5_000))[1]!;
-    const key = (await waitForOutput(server, /export BATON_KEY=(\S+)/, 5_000))[1]!;
+    const space = (await waitForOutput(server, /export BATON_SPACE=(\S+)/, patienceMs))[1]!;
+    const key = (await waitForOutput(server, /export BATON_KEY=(\S+)/, patienceMs))[1]!;
     const env = { BATON_URL: url, BATON_SPACE: space, BATON_KEY: key, BATON_SCOPE: randomUUID(), CONCURRENCY: '3' };
 
     const worker = run('runtime/examples/worker.ts', [], env);
-    await waitForOutput(worker, /admitting from mailbox "examples"/, 15_000);
+    await waitForOutput(worker, /admitting from mailbox "examples"/, patienceMs);
 
     const count = 6;
     const submitter = run('runtime/examples/submitter.ts', [String(count)], env);
-    const submitted = await withTimeout(submitter.exited, 20_000, 'the submitter');
+    const submitted = await withTimeout(submitter.exited, patienceMs, 'the submitter');
     expect(submitted, submitter.output()).toEqual({ code: 0, signal: null });
     const results = [...submitter.output().matchAll(/^example-\w+-(\d+): (\w+) (.*) \(attempts (\d+)\)$/gm)].map((m) => ({
       index: Number(m[1]),
@@ -130,14 +139,14 @@ describe('the runtime examples against `npm start`', () => {
     const tree = [server, worker].flatMap(({ child }) => [child.pid!, ...descendantsOf(child.pid!)]);
     // Ctrl-C / SIGTERM: the worker drains (nothing in flight) and exits on its own.
     worker.child.kill('SIGTERM');
-    expect(await withTimeout(worker.exited, 10_000, 'the worker drain'), worker.output()).toEqual({ code: 0, signal: null });
+    expect(await withTimeout(worker.exited, patienceMs, 'the worker drain'), worker.output()).toEqual({ code: 0, signal: null });
     expect(worker.output()).toMatch(new RegExp(`drained: \\{[^}]*completed: ${count},`));
     expect(worker.output()).not.toMatch(/^(\w+ failed: |lease lost |nacked )/m);
 
     server.child.kill('SIGTERM');
-    expect(await withTimeout(server.exited, 10_000, 'the server drain'), server.output()).toEqual({ code: 0, signal: null });
+    expect(await withTimeout(server.exited, patienceMs, 'the server drain'), server.output()).toEqual({ code: 0, signal: null });
 
     // A child's own helpers (tsx's esbuild service) exit a moment after it: wait, do not race them.
-    await expect.poll(() => [...tree, submitter.child.pid!].filter(alive), { timeout: 5_000, interval: 50 }).toEqual([]);
-  }, 60_000);
+    await expect.poll(() => [...tree, submitter.child.pid!].filter(alive), { timeout: patienceMs, interval: 50 }).toEqual([]);
+  }, 10 * patienceMs);
 });
