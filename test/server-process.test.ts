@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -31,11 +31,22 @@ describe('the server process on the embedded store', () => {
       body: JSON.stringify({ name: 'kept', currency: 'USD', scale: 2, limitMinor: '100' }),
     });
     expect(created.status).toBe(201);
+    // Without BATON_SECRET_KEY the embedded store keeps a generated one (decisions §11): webhooks work.
+    expect(first.output()).toContain('generated a key to seal webhook secrets');
+    const destination = await fetch(`${first.address}/v1/spaces/${space}/destinations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'd1' },
+      body: JSON.stringify({ url: 'https://hooks.invalid/baton' }),
+    });
+    expect(destination.status).toBe(201);
+    const keptKey = readFileSync(join(dataDir, 'not', 'yet', 'there', 'baton-secret-key'), 'utf8');
     expect(await stop(first)).toBe(0);
     expect(first.output()).toContain('drained');
 
     const second = await start();
     expect(second.output()).not.toContain('export BATON_KEY=');
+    expect(second.output()).not.toContain('generated a key');
+    expect(readFileSync(join(dataDir, 'not', 'yet', 'there', 'baton-secret-key'), 'utf8')).toBe(keptKey);
     const list = await fetch(`${second.address}/v1/spaces/${space}/budgets`, { headers: { authorization: `Bearer ${key}` } });
     expect(list.status).toBe(200);
     expect(((await list.json()) as { items: { name: string }[] }).items.map((b: { name: string }) => b.name)).toEqual(['kept']);

@@ -1,5 +1,7 @@
+import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
 import { clockFor, createBaton } from './host/baton';
+import { dataDirSecretKey, SecretKeyFileError } from './host/data-dir-secret-key';
 import { createLogger, resolveLogFormat } from './host/logger';
 import { DataDirInUseError } from './store/data-dir-lock';
 import { embeddedDurabilityNote } from './store/durability';
@@ -28,14 +30,15 @@ async function main(): Promise<void> {
     },
   );
   if (store.kind === 'pglite') logger.warn({ dataDir: config.dataDir }, embeddedDurabilityNote);
+  const secretKey = store.kind === 'pglite' && !config.secretKey ? keptSecretKey(config.dataDir, logger) : config.secretKey;
   const clock = clockFor(config);
   // Several servers may share PostgreSQL: their long polls wake through LISTEN/NOTIFY. PGlite
   // is one process, so its default LocalNotifier is enough.
   // It takes two connections of its own: the listener and a publisher with asynchronous commit.
   const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.databaseUrl, clock, logger }) : undefined;
   const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, bootstrap: config.bootstrap, logger, notifier,
-    webhooks: { secretKey: config.secretKey, allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs } });
-  if (!config.secretKey) logger.warn('BATON_SECRET_KEY is not set: webhook destinations cannot be created (docs/operator.md)');
+    webhooks: { secretKey, allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs } });
+  if (!secretKey) logger.warn('BATON_SECRET_KEY is not set: webhook destinations cannot be created (docs/operator.md)');
 
   const shutdown = (signal: string): void => {
     logger.info({ signal }, 'draining: readiness is false, waiting for in-flight requests');
@@ -64,6 +67,20 @@ async function main(): Promise<void> {
   const address = await baton.app.listen({ host: config.host, port: config.port });
   logger.info({ address, store: store.kind, clock: clock.mode, admin: config.adminToken ? 'enabled' : 'disabled (set BATON_ADMIN_TOKEN)', metrics: config.metricsToken ? 'enabled' : 'disabled (set BATON_METRICS_TOKEN)' }, 'baton is serving');
   if (baton.devCredentials) printDevCredentials(address, baton.devCredentials);
+}
+
+/** On the embedded store without BATON_SECRET_KEY: the key kept in the data directory, made on first use (decisions §11). */
+function keptSecretKey(dataDir: string, logger: Logger): Buffer {
+  try {
+    const kept = dataDirSecretKey(dataDir);
+    if (kept.created) logger.warn({ path: kept.path }, 'BATON_SECRET_KEY is not set: generated a key to seal webhook secrets and kept it in the data directory (mode 0600); set BATON_SECRET_KEY to choose your own (docs/operator.md)');
+    else logger.info({ path: kept.path }, 'BATON_SECRET_KEY is not set: webhook secrets are sealed with the key kept in the data directory');
+    return kept.key;
+  } catch (error) {
+    if (!(error instanceof SecretKeyFileError)) throw error;
+    process.stderr.write(`baton: ${error.message}\n`);
+    process.exit(exitCodes.config);
+  }
 }
 
 function printDevCredentials(address: string, dev: { spaceId: string; secret: string }): void {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,11 +8,12 @@ const root = mkdtempSync(join(tmpdir(), 'baton-lock-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('the data directory lock', () => {
-  it('creates the directory, writes the owner pid, and refuses a second lock naming that pid', () => {
+  it('creates the directory for its owner alone, writes the owner pid, and refuses a second lock naming that pid', () => {
     const dataDir = join(root, 'a', 'data');
     const lock = lockDataDir(dataDir);
     try {
       expect(readFileSync(join(dataDir, lockFileName), 'utf8')).toBe(`${process.pid}\n`);
+      expect(statSync(dataDir).mode & 0o777).toBe(0o700);
       let refusal: unknown;
       try {
         lockDataDir(dataDir).release();

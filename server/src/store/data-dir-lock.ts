@@ -43,9 +43,13 @@ export interface DataDirLock {
   release(): void;
 }
 
-/** Takes the data directory's lock (creating the directory), or throws DataDirInUseError. */
+/**
+ * Takes the data directory's lock, or throws DataDirInUseError. A directory it creates is its
+ * owner's alone (0700, as PostgreSQL wants its data directory): PGlite writes its files
+ * world-writable (0666), and the directory holds the kept secret key.
+ */
 export function lockDataDir(dataDir: string): DataDirLock {
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, lockFileName);
   const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600);
   let locked: boolean;
