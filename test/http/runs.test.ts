@@ -139,3 +139,54 @@ describe.each(storeTargets())('runs over HTTP on $name', (target) => {
     expect((await call('POST', '/runs', {})).statusCode).toBe(201);
   });
 });
+
+/**
+ * decisions §11: on a manual clock (BATON_CLOCK=manual) the background loops still run, on real
+ * time, so what follows from a request without depending on time happens while the clock stands
+ * still. The loops are started as `npm start` starts them; nothing here advances the clock.
+ */
+describe.each(storeTargets())('runs on a manual clock that does not move, on $name', (target) => {
+  let server: TestServer;
+  let close: () => Promise<void>;
+  let box: string;
+
+  beforeAll(async () => {
+    ({ server, close } = await openTestServer(target));
+    server.baton.background.start();
+    server.baton.limitsSync.start();
+    box = (await server.api('POST', '/mailboxes', { body: { name: 'still-clock' }, idem: idem() })).body.id;
+  });
+  afterAll(async () => close());
+
+  const create = (body: Record<string, unknown>) => server.api('POST', '/runs', { body, idem: idem() });
+
+  it("cancelling a run cancels its child runs' tasks", async () => {
+    const startedMs = server.clock.now();
+    const parent = (await create({})).body.scopeId as string;
+    const child = (await create({ parentScopeId: parent })).body.scopeId as string;
+    const grandchild = (await create({ parentScopeId: child })).body.scopeId as string;
+    const submit = async (scopeId: string) => (await server.api('POST', '/tasks', { body: { scopeId, mailboxId: box, taskKey: randomUUID(), input: null }, idem: idem() })).body.taskId as string;
+    const tasks = [await submit(child), await submit(grandchild)];
+
+    expect((await server.api('POST', `/runs/${parent}/cancel`, { idem: idem() })).body).toMatchObject({ state: 'CANCELLED' });
+    const states = async () => Promise.all(tasks.map(async (id) => (await server.api('GET', `/tasks/${id}`)).body.state));
+    await expect.poll(states, { timeout: 5_000, interval: 20 }).toEqual(['CANCELLED', 'CANCELLED']);
+    expect((await server.api('GET', `/runs/${grandchild}`)).body).toMatchObject({ state: 'CANCELLED', cascading: false });
+    expect(server.clock.now()).toBe(startedMs);
+  });
+
+  it("completing runs makes room under the plan's active runs", async () => {
+    const startedMs = server.clock.now();
+    const org = await server.admin('POST', '/orgs', { name: `still-${randomUUID()}`, plan: 'ENTERPRISE', limits: { activeRuns: 2 } });
+    const space = await server.admin('POST', `/orgs/${org.body.id}/spaces`, { name: 'main' });
+    const key = (await server.admin('POST', `/orgs/${org.body.id}/keys`, { name: 'k' })).body.secret as string;
+    const call = (path: string) => server.inject('POST', `/v1/spaces/${space.body.id}${path}`, { authorization: `Bearer ${key}`, 'idempotency-key': idem() }, {});
+    const runs = [(await call('/runs')).body.scopeId, (await call('/runs')).body.scopeId] as string[];
+    expect((await call('/runs')).statusCode).toBe(429);
+
+    for (const scopeId of runs) expect((await call(`/runs/${scopeId}/complete`)).statusCode).toBe(200);
+    // Within the limits sync's real-time interval (250 ms), not a fixed wait.
+    await expect.poll(async () => (await call('/runs')).statusCode, { timeout: 5_000, interval: 50 }).toBe(201);
+    expect(server.clock.now()).toBe(startedMs);
+  });
+});

@@ -47,7 +47,13 @@ export function runRoutes(deps: AppDeps) {
       app.post(`/runs/:scopeId/${path}`, {
         config: write,
         schema: { tags, description, params: schemas.runParams, headers: schemas.idempotencyHeaders, response: { 200: schemas.runView, ...errorReplies(409, 422) } },
-      }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await apply(ctx, request.params.scopeId) })));
+      }, async (request, reply) => {
+        const sent = await runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await apply(ctx, request.params.scopeId) }));
+        // What a cancel's own step left (its child runs' cascades, a large run's rest) follows at
+        // once, not at the next sweep: it depends on no time (decisions §11).
+        if (path === 'cancel') deps.cascadeSoon();
+        return sent;
+      });
 
     end('complete', 'ACTIVE to COMPLETED; idempotent on a COMPLETED run, 409 CONFLICT on a CANCELLED one. What lives under it is left as it is.', runs.completeRun);
     end(
