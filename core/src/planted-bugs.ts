@@ -44,6 +44,8 @@ export const plantableBugs = [
   'timer-fires-twice',
   /** a cancelled run's cascade forgets its PENDING and RUNNING tasks (runs). */
   'run-cancel-skips-tasks',
+  /** a COMPLETED or CANCELLED run takes new work under its scopeId as if it were ACTIVE (runs). */
+  'ended-run-takes-work',
 ] as const;
 
 /**

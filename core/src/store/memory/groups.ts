@@ -13,7 +13,10 @@ const byCreated = (a: { createdAt: number; id: string }, b: { createdAt: number;
  * Task groups in memory. Transactions run one at a time, so a lock is a no-op. Members reach
  * their tasks through the task repository, as the SQL store joins the two tables.
  */
-export function memoryGroups(undoLog: () => (() => void)[] | undefined, tasks: TaskRepository): { taskGroups: TaskGroupRepository; scopeSubtree: (spaceId: string, scopeId: string) => string[] } {
+export function memoryGroups(
+  undoLog: () => (() => void)[] | undefined,
+  tasks: TaskRepository,
+): { taskGroups: TaskGroupRepository; scopeSubtree: (spaceId: string, scopeId: string) => string[]; gateParentOf: (spaceId: string, scopeId: string) => string | null } {
   const groups = new MemoryTable<TaskGroup>(undoLog);
   const members = new MemoryTable<GroupMember>(undoLog);
   const lock = (_options?: LockOptions): void => undefined;
@@ -31,6 +34,12 @@ export function memoryGroups(undoLog: () => (() => void)[] | undefined, tasks: T
       for (const g of groups.scan()) if (g.spaceId === spaceId && g.parentScopeId === found[i] && !found.includes(g.scopeId)) found.push(g.scopeId);
     }
     return found;
+  };
+
+  /** The parent of a gate scope (its group's parentScopeId); null for a scope no group gates. */
+  const gateParentOf = (spaceId: string, scopeId: string): string | null => {
+    for (const g of groups.scan()) if (g.spaceId === spaceId && g.scopeId === scopeId) return g.parentScopeId;
+    return null;
   };
 
   const taskGroups: TaskGroupRepository = {
@@ -88,5 +97,5 @@ export function memoryGroups(undoLog: () => (() => void)[] | undefined, tasks: T
         .map((g) => structuredClone(g)),
     scopeSubtree: async (spaceId, scopeId) => scopeSubtree(spaceId, scopeId),
   };
-  return { taskGroups, scopeSubtree };
+  return { taskGroups, scopeSubtree, gateParentOf };
 }
