@@ -55,6 +55,8 @@ export const plantableBugs = [
 export const concurrencyBugs = [
   /** a task group is read without its row lock, so racing transactions each decide it. */
   'group-skips-lock',
+  /** the run governing a scope is read without its share lock, so work created as the run is cancelled outlives the cascade. */
+  'run-guard-skips-lock',
 ] as const;
 
 /**

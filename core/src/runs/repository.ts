@@ -9,9 +9,9 @@ export interface RunRepository {
    * The run that work under `scopeId` belongs to (decisions §10): the run of that scopeId, else
    * the nearest run above it through task groups' gate scopes (a gate scope is a child of its
    * group's parentScopeId), at most maxGateLevels up; undefined when there is none (runs are
-   * optional). Locked FOR KEY SHARE until the transaction ends: a run's end, which locks the run
-   * FOR UPDATE first, waits for work being created under it, and this read waits for an end in
-   * progress and then sees it. Shared, so work under one run is not serialized by it.
+   * optional). Locked FOR SHARE until the transaction ends: a run's end (any change of its row)
+   * waits for work being created under it, and this read waits for an end in progress and then
+   * sees it. Shared, so work under one run is not serialized by it.
    */
   governing(spaceId: string, scopeId: string): Promise<Run | undefined>;
   update(run: Run): Promise<void>;
