@@ -55,10 +55,10 @@ export function runRoutes(deps: AppDeps) {
         return sent;
       });
 
-    end('complete', 'ACTIVE to COMPLETED; idempotent on a COMPLETED run, 409 CONFLICT on a CANCELLED one. What lives under it is left as it is.', runs.completeRun);
+    end('complete', 'ACTIVE to COMPLETED; idempotent on a COMPLETED run, 409 CONFLICT on a CANCELLED one. What lives under it is left as it is; new work under it is refused from then on (409 CONFLICT).', runs.completeRun);
     end(
       'cancel',
-      'ACTIVE to CANCELLED, then cancels its ACTIVE child runs (each with its own cascade) and its PENDING or RUNNING tasks (reason RUN_CANCELLED), in bounded batches: the reply shows `cascading: true` while the background sweep finishes them. Idempotent on a CANCELLED run, 409 CONFLICT on a COMPLETED one.',
+      'ACTIVE to CANCELLED, then cancels its ACTIVE child runs (each with its own cascade) and its PENDING or RUNNING tasks (reason RUN_CANCELLED), those of groups created under it included, in bounded batches: the reply shows `cascading: true` while the background sweep finishes them. New work under it is refused from then on (409 CONFLICT). Idempotent on a CANCELLED run, 409 CONFLICT on a COMPLETED one.',
       runs.cancelRun,
     );
   };
