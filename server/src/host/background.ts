@@ -80,15 +80,16 @@ export class BackgroundWork {
   }
 
   /**
-   * Finishes cancelled runs' cascades soon, not at the next interval: a run's cancel asks for it
-   * when its own step left work (its child runs' cascades, or more than one step of its own).
-   * Only while started; tests and the simulator drive runDue themselves.
+   * Finishes cancelled runs' cascades soon, not at the next interval: a run's cancel asks for
+   * what its own step left (its child runs' cascades, or the rest of a large run). Only while
+   * started; tests and the simulator drive runDue themselves.
    */
   cascadeSoon(): void {
     if (this.stopped || this.cascadeAsked) return;
     this.cascadeAsked = true;
     this.realTime.schedule(0, () => {
       this.cascadeAsked = false;
+      if (this.stopped) return;
       this.finishCascades().catch((err: unknown) => this.logger?.error({ err }, 'run cascade failed; the sweep retries next interval'));
     });
   }
