@@ -18,6 +18,8 @@ export function memoryGroups(
   tasks: TaskRepository,
 ): { taskGroups: TaskGroupRepository; scopeSubtree: (spaceId: string, scopeId: string) => string[]; gateParentOf: (spaceId: string, scopeId: string) => string | null } {
   const groups = new MemoryTable<TaskGroup>(undoLog);
+  /** Each group's gate scope to its parent scope: every request that creates work walks up through it (runs' governing). */
+  const gates = new MemoryTable<{ parentScopeId: string | null }>(undoLog);
   const members = new MemoryTable<GroupMember>(undoLog);
   const lock = (_options?: LockOptions): void => undefined;
   const memberKey = (spaceId: string, taskId: string): string => key(spaceId, taskId);
@@ -37,16 +39,14 @@ export function memoryGroups(
   };
 
   /** The parent of a gate scope (its group's parentScopeId); null for a scope no group gates. */
-  const gateParentOf = (spaceId: string, scopeId: string): string | null => {
-    for (const g of groups.scan()) if (g.spaceId === spaceId && g.scopeId === scopeId) return g.parentScopeId;
-    return null;
-  };
+  const gateParentOf = (spaceId: string, scopeId: string): string | null => gates.peek(key(spaceId, scopeId))?.parentScopeId ?? null;
 
   const taskGroups: TaskGroupRepository = {
     insert: async (g) => {
       assertGroup(g);
       assert(!groups.has(key(g.spaceId, g.id)), `duplicate group ${g.id}`);
       groups.set(key(g.spaceId, g.id), g);
+      gates.set(key(g.spaceId, g.scopeId), { parentScopeId: g.parentScopeId });
     },
     get: async (spaceId, id, options) => (lock(options), groups.get(key(spaceId, id))),
     update: async (g) => {
