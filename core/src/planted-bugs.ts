@@ -44,6 +44,8 @@ export const plantableBugs = [
   'timer-fires-twice',
   /** a cancelled run's cascade forgets its PENDING and RUNNING tasks (runs). */
   'run-cancel-skips-tasks',
+  /** a COMPLETED or CANCELLED run takes new work under its scopeId as if it were ACTIVE (runs). */
+  'ended-run-takes-work',
 ] as const;
 
 /**
@@ -53,6 +55,8 @@ export const plantableBugs = [
 export const concurrencyBugs = [
   /** a task group is read without its row lock, so racing transactions each decide it. */
   'group-skips-lock',
+  /** the run governing a scope is read without its share lock, so work created as the run is cancelled outlives the cascade. */
+  'run-guard-skips-lock',
 ] as const;
 
 /**

@@ -3,7 +3,7 @@ import { ClaimAgent, RunAgent, TimerAgent, type CoordinationSpace } from './agen
 import type { Agent } from './agents/agent';
 import { readJournal } from './checker';
 import { ClaimLedger, checkClaimsJournal } from './checks/claims';
-import { checkRunsFinal } from './checks/runs';
+import { checkNoWorkAfterEnd, checkRunsFinal } from './checks/runs';
 import { checkTimersFinal } from './checks/timers';
 import type { SimContext } from './context';
 import type { Network } from './network';
@@ -45,8 +45,16 @@ export class CoordinationWorkload {
         body: { name: 'coordination', mode: 'WORK', backlogLimit: 1_000 },
       }),
     );
+    const budget = must(
+      await server.handle({
+        method: 'POST',
+        path: `/v1/spaces/${space.id}/budgets`,
+        headers: { authorization: `Bearer ${key}`, 'idempotency-key': 'setup-budget' },
+        body: { name: 'runs', currency: 'USD', scale: 2, limitMinor: '1000000' },
+      }),
+    );
     const claimKeys = Array.from({ length: rng.int(2, 3) }, (_, i) => `lock${i}`);
-    return new CoordinationWorkload(sim, { spaceId: space.id, key, mailboxId: mailbox.id, claimScopeId: rng.uuid(), claimKeys, timerScopeId: rng.uuid() });
+    return new CoordinationWorkload(sim, { spaceId: space.id, key, mailboxId: mailbox.id, claimScopeId: rng.uuid(), claimKeys, timerScopeId: rng.uuid(), budgetId: budget.id });
   }
 
   get spaceId(): string {
@@ -68,7 +76,7 @@ export class CoordinationWorkload {
   /** `sweptUntilMs`: the last moment the server's sweeps surely ran (timers due before it must have fired). */
   async checkFinal(store: Store, sweptUntilMs: number): Promise<string[]> {
     const journal = await readJournal(store, this.space.spaceId);
-    return [...checkClaimsJournal(journal, this.claims), ...(await checkTimersFinal(store, this.space.spaceId, journal, sweptUntilMs)), ...(await checkRunsFinal(store, this.space.spaceId, journal))];
+    return [...checkClaimsJournal(journal, this.claims), ...(await checkTimersFinal(store, this.space.spaceId, journal, sweptUntilMs)), ...checkNoWorkAfterEnd(journal), ...(await checkRunsFinal(store, this.space.spaceId, journal))];
   }
 }
 

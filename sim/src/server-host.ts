@@ -45,6 +45,8 @@ export class ServerHost {
     this.baton = await createBaton({
       store: this.store,
       clock: this.scheduler.clock,
+      // Loops and cache expiry on virtual time too: a run stays a function of its seed.
+      realTime: this.scheduler.clock,
       random: this.rng.fork(`server-${this.generation}`),
       adminToken,
       ...(this.webhooks ? { webhooks: this.webhooks } : {}),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
-import { allEvents, idem, openTestServer, type TestServer } from '../support/server';
+import { allEvents, idem, openTestServer, type Reply, type TestServer } from '../support/server';
 
 describe.each(storeTargets())('runs over HTTP on $name', (target) => {
   let server: TestServer;
@@ -122,6 +122,91 @@ describe.each(storeTargets())('runs over HTTP on $name', (target) => {
     expect(await view(scopeId)).toMatchObject({ cascading: false, counts: { tasks: { byState: { CANCELLED: 80, PENDING: 0 } } } });
   });
 
+  /** Every request that creates work under a scope (decisions §10), by name, for `scopeId`. */
+  const workUnder = (scopeId: string, refs: { budget: string; allowance: string }): Record<string, () => Promise<Reply>> => {
+    const post = (path: string, body: unknown) => server.api('POST', path, { body, idem: idem() });
+    return {
+      task: () => post('/tasks', { scopeId, mailboxId: box, taskKey: randomUUID(), input: null }),
+      send: () => post(`/mailboxes/${box}/messages`, { scopeId, payload: 'hi' }),
+      claim: () => post('/claims', { claimKey: `k-${randomUUID()}`, scopeId, holder: 'a', holderSession: 's' }),
+      timer: () => post('/timers', { timerKey: randomUUID(), scopeId, delaySeconds: 60, mailboxId: box, payload: null }),
+      reserve: () => post(`/budgets/${refs.budget}/reserve`, { scopeId, holder: 'a', amountMinor: '1' }),
+      consume: () => post(`/allowances/${refs.allowance}/consume`, { scopeId, units: 1, holder: 'a' }),
+      wait: () => post(`/allowances/${refs.allowance}/wait`, { scopeId, units: 1, holder: 'a' }),
+      barrier: () => post('/barriers', { scopeId, target: 2 }),
+      group: () => post('/task-groups', { parentScopeId: scopeId, mailboxId: box, condition: 'ALL_TERMINAL' }),
+    };
+  };
+  const workRefs = async () => ({
+    budget: (await server.api('POST', '/budgets', { body: { name: `b-${randomUUID()}`, currency: 'USD', scale: 2, limitMinor: '1000' }, idem: idem() })).body.id as string,
+    allowance: (await server.api('POST', '/allowances', { body: { name: `q-${randomUUID()}`, unitsLimit: 100, windowSeconds: 60 }, idem: idem() })).body.id as string,
+  });
+
+  it.each(['complete', 'cancel'] as const)('after %s, a run refuses every kind of new work under its scopeId with 409 naming its state; a scope with no run takes it', async (how) => {
+    const refs = await workRefs();
+    const scopeId = (await create({})).body.scopeId as string;
+    expect((await end(scopeId, how)).statusCode).toBe(200);
+    const state = how === 'complete' ? 'COMPLETED' : 'CANCELLED';
+    for (const [kind, request] of Object.entries(workUnder(scopeId, refs))) {
+      const reply = await request();
+      expect([kind, reply.statusCode, reply.body.error]).toEqual([kind, 409, expect.objectContaining({ code: 'CONFLICT', message: `run ${scopeId} is ${state}: it takes no new work` })]);
+    }
+    expect((await create({ parentScopeId: scopeId })).body.error).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining(state) });
+    expect((await view(scopeId)).counts).toMatchObject({ tasks: { total: 0 }, claims: { total: 0 }, timers: { total: 0 } });
+    for (const [kind, request] of Object.entries(workUnder(randomUUID(), refs))) expect([kind, (await request()).statusCode]).toEqual([kind, 201]);
+  });
+
+  it('a repeat of work done before the end is refused too, but a replay of its Idempotency-Key answers as before', async () => {
+    const scopeId = (await create({})).body.scopeId as string;
+    const body = { scopeId, mailboxId: box, taskKey: randomUUID(), input: null };
+    const key = idem();
+    const first = await server.api('POST', '/tasks', { body, idem: key });
+    expect(first.statusCode).toBe(201);
+    await end(scopeId, 'complete');
+    expect(await server.api('POST', '/tasks', { body, idem: key })).toMatchObject({ statusCode: 201, body: first.body });
+    expect((await server.api('POST', '/tasks', { body, idem: idem() })).body.error).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('COMPLETED') });
+  });
+
+  it('submit-batch and send-batch answer 409 for each item under an ended run and go on with the others', async () => {
+    const ended = (await create({})).body.scopeId as string;
+    await end(ended, 'cancel');
+    const open = randomUUID();
+    const tasks = [ended, open, ended].map((scopeId) => ({ scopeId, mailboxId: box, taskKey: randomUUID(), input: null }));
+    const submitted = await server.api('POST', '/tasks/submit-batch', { body: { tasks }, idem: idem() });
+    expect(submitted.statusCode).toBe(200);
+    expect(submitted.body.items.map((i: { status: number }) => i.status)).toEqual([409, 201, 409]);
+    expect(submitted.body.items[0].body.error).toMatchObject({ code: 'CONFLICT', message: `run ${ended} is CANCELLED: it takes no new work` });
+    const sent = await server.api('POST', `/mailboxes/${box}/messages/send-batch`, { body: { messages: [open, ended].map((scopeId) => ({ scopeId, payload: 1 })) }, idem: idem() });
+    expect(sent.body.items.map((i: { status: number }) => i.status)).toEqual([201, 409]);
+  });
+
+  it("work under a task group's gate scope belongs to the run the group was created under: refused once it ended, and cancelled by its cancel", async () => {
+    const scopeId = (await create({})).body.scopeId as string;
+    const group = (await server.api('POST', '/task-groups', { body: { parentScopeId: scopeId, mailboxId: box, condition: 'ALL_TERMINAL' }, idem: idem() })).body;
+    const nested = (await server.api('POST', '/task-groups', { body: { parentScopeId: group.scopeId, mailboxId: box, condition: 'ALL_TERMINAL' }, idem: idem() })).body;
+    const addMember = (groupId: string, taskKey: string = randomUUID()) => server.api('POST', `/task-groups/${groupId}/tasks`, { body: { taskKey }, idem: idem() });
+    const member = await addMember(group.groupId, 'kept-key');
+    const nestedMember = await addMember(nested.groupId);
+    expect([member.statusCode, nestedMember.statusCode]).toEqual([201, 201]);
+
+    expect((await end(scopeId, 'cancel')).body).toMatchObject({ state: 'CANCELLED', cascading: false });
+    for (const id of [member.body.taskId, nestedMember.body.taskId]) expect(await task(id)).toMatchObject({ state: 'CANCELLED', failureReason: 'RUN_CANCELLED' });
+    const refused = `scope ${group.scopeId} belongs to run ${scopeId}, which is CANCELLED: it takes no new work`;
+    expect((await addMember(group.groupId)).body.error).toMatchObject({ code: 'CONFLICT', message: refused });
+    expect((await addMember(group.groupId, 'kept-key')).body.error).toMatchObject({ code: 'CONFLICT', message: refused });
+    expect((await addMember(nested.groupId)).body.error.message).toMatch(/belongs to run .* which is CANCELLED/);
+    expect((await server.api('POST', '/task-groups', { body: { parentScopeId: nested.scopeId, mailboxId: box, condition: 'ALL_TERMINAL' }, idem: idem() })).statusCode).toBe(409);
+    expect((await server.api('POST', '/tasks', { body: { scopeId: group.scopeId, mailboxId: box, taskKey: randomUUID() }, idem: idem() })).statusCode).toBe(409);
+  });
+
+  it('a child run governs its own scope: it takes work while ACTIVE under a COMPLETED parent', async () => {
+    const parent = (await create({})).body.scopeId as string;
+    const child = (await create({ parentScopeId: parent })).body.scopeId as string;
+    await end(parent, 'complete');
+    expect((await server.api('POST', '/tasks', { body: { scopeId: child, mailboxId: box, taskKey: randomUUID() }, idem: idem() })).statusCode).toBe(201);
+    expect((await server.api('POST', '/tasks', { body: { scopeId: parent, mailboxId: box, taskKey: randomUUID() }, idem: idem() })).statusCode).toBe(409);
+  });
+
   it("refuses runs past the plan's active runs with PLAN_LIMIT_REACHED, and counts them in GET /usage", async () => {
     const org = await server.admin('POST', '/orgs', { name: `runs-${randomUUID()}`, plan: 'ENTERPRISE', limits: { activeRuns: 2 } });
     const space = await server.admin('POST', `/orgs/${org.body.id}/spaces`, { name: 'main' });
@@ -137,5 +222,56 @@ describe.each(storeTargets())('runs over HTTP on $name', (target) => {
     await call('POST', `/runs/${first}/complete`);
     await server.baton.deps.runDueWork();
     expect((await call('POST', '/runs', {})).statusCode).toBe(201);
+  });
+});
+
+/**
+ * decisions §11: on a manual clock (BATON_CLOCK=manual) the background loops still run, on real
+ * time, so what follows from a request without depending on time happens while the clock stands
+ * still. The loops are started as `npm start` starts them; nothing here advances the clock.
+ */
+describe.each(storeTargets())('runs on a manual clock that does not move, on $name', (target) => {
+  let server: TestServer;
+  let close: () => Promise<void>;
+  let box: string;
+
+  beforeAll(async () => {
+    ({ server, close } = await openTestServer(target));
+    server.baton.background.start();
+    server.baton.limitsSync.start();
+    box = (await server.api('POST', '/mailboxes', { body: { name: 'still-clock' }, idem: idem() })).body.id;
+  });
+  afterAll(async () => close());
+
+  const create = (body: Record<string, unknown>) => server.api('POST', '/runs', { body, idem: idem() });
+
+  it("cancelling a run cancels its child runs' tasks", async () => {
+    const startedMs = server.clock.now();
+    const parent = (await create({})).body.scopeId as string;
+    const child = (await create({ parentScopeId: parent })).body.scopeId as string;
+    const grandchild = (await create({ parentScopeId: child })).body.scopeId as string;
+    const submit = async (scopeId: string) => (await server.api('POST', '/tasks', { body: { scopeId, mailboxId: box, taskKey: randomUUID(), input: null }, idem: idem() })).body.taskId as string;
+    const tasks = [await submit(child), await submit(grandchild)];
+
+    expect((await server.api('POST', `/runs/${parent}/cancel`, { idem: idem() })).body).toMatchObject({ state: 'CANCELLED' });
+    const states = async () => Promise.all(tasks.map(async (id) => (await server.api('GET', `/tasks/${id}`)).body.state));
+    await expect.poll(states, { timeout: 5_000, interval: 20 }).toEqual(['CANCELLED', 'CANCELLED']);
+    expect((await server.api('GET', `/runs/${grandchild}`)).body).toMatchObject({ state: 'CANCELLED', cascading: false });
+    expect(server.clock.now()).toBe(startedMs);
+  });
+
+  it("completing runs makes room under the plan's active runs", async () => {
+    const startedMs = server.clock.now();
+    const org = await server.admin('POST', '/orgs', { name: `still-${randomUUID()}`, plan: 'ENTERPRISE', limits: { activeRuns: 2 } });
+    const space = await server.admin('POST', `/orgs/${org.body.id}/spaces`, { name: 'main' });
+    const key = (await server.admin('POST', `/orgs/${org.body.id}/keys`, { name: 'k' })).body.secret as string;
+    const call = (path: string) => server.inject('POST', `/v1/spaces/${space.body.id}${path}`, { authorization: `Bearer ${key}`, 'idempotency-key': idem() }, {});
+    const runs = [(await call('/runs')).body.scopeId, (await call('/runs')).body.scopeId] as string[];
+    expect((await call('/runs')).statusCode).toBe(429);
+
+    for (const scopeId of runs) expect((await call(`/runs/${scopeId}/complete`)).statusCode).toBe(200);
+    // Within the limits sync's real-time interval (250 ms), not a fixed wait.
+    await expect.poll(async () => (await call('/runs')).statusCode, { timeout: 5_000, interval: 50 }).toBe(201);
+    expect(server.clock.now()).toBe(startedMs);
   });
 });

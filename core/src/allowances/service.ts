@@ -11,6 +11,7 @@ import { isoFromMs } from '../time';
 import type { Allowance, AllowanceWaiter, Consumption } from './model';
 import { assertAllowance, coolingDown, fits, grantFromHead, nextWakeAt, rollWindow, take, windowStartAt, withCooldown } from './rules';
 import { allowanceView, consumptionView, waiterView } from './views';
+import { governingRun, refuseIfEnded } from '../runs/guard';
 
 export { waiterView as waiterViewOf } from './views';
 
@@ -98,12 +99,15 @@ export async function consume(ctx: OpContext, id: string, body: ConsumeBody): Pr
   // and the line. Sent together they run in this order, so the count sees every waiter that a
   // wait holding the lock before us committed (a single statement would take its snapshot
   // before the lock was granted and could miss one, letting this consume pass the line).
-  const [locked, prior, waiting] = await together(
+  // The scope's run goes first, locked against its end (docs/lock-order.md).
+  const [run, locked, prior, waiting] = await together(
+    governingRun(ctx, body.scopeId),
     ctx.tx.allowances.get(ctx.spaceId, id, { forUpdate: true }),
     body.workKey === undefined ? Promise.resolve(undefined) : ctx.tx.consumptions.getByWorkKey(ctx.spaceId, id, body.workKey),
     ctx.tx.allowanceWaiters.countWaiting(ctx.spaceId, id),
   );
   if (!locked) throw notFound('allowance');
+  refuseIfEnded(run, body.scopeId);
   const a = rollWindow(locked, ctx.nowMs);
   checkUnits(a, body.units);
   if (prior) {
@@ -139,7 +143,8 @@ const exhausted = (message: string, retryAfterMs: number): BatonError => new Bat
 
 /** Joins the line: GRANTED at once on the fast path (nobody waiting, no cooldown, units fit), else WAITING. */
 export async function wait(ctx: OpContext, id: string, body: WaitBody): Promise<WaiterView> {
-  const a = await lockAllowance(ctx, id);
+  const [run, a] = await together(governingRun(ctx, body.scopeId), lockAllowance(ctx, id));
+  refuseIfEnded(run, body.scopeId);
   checkUnits(a, body.units);
   if ((await ctx.tx.allowanceWaiters.countWaitingInSpace(ctx.spaceId)) >= ctx.limits.maxPendingWaiters) {
     throw new BatonError('BACKLOG_FULL', `the space has ${ctx.limits.maxPendingWaiters} waiters in line (maxPendingWaiters; PUT /limits raises it)`);

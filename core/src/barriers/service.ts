@@ -8,6 +8,7 @@ import type { Tx } from '../store/store';
 import type { Barrier, BarrierListPosition, BarrierState } from './model';
 import { advanceEpoch, cancelBarrier, decideArrival, newBarrier } from './rules';
 import { barrierView } from './views';
+import { requireOpenScope } from '../runs/guard';
 
 /**
  * Barrier operations. Lock order inside one transaction: the barrier row first, then its
@@ -20,6 +21,7 @@ import { barrierView } from './views';
  * new barrier, and a retried create is made safe by its (required) Idempotency-Key.
  */
 export async function createBarrier(ctx: OpContext, body: BarrierCreateBody): Promise<BarrierView> {
+  await requireOpenScope(ctx, body.scopeId);
   const barrier = newBarrier({ id: ctx.random.uuid(), spaceId: ctx.spaceId, scopeId: body.scopeId, target: body.target }, ctx.nowMs);
   await ctx.tx.barriers.insert(barrier);
   await appendEvent(ctx, barrier, eventTypes.barrierCreated, { target: barrier.target, epoch: barrier.epoch });

@@ -13,6 +13,7 @@ import { isoFromMs, msFromIso } from '../time';
 import type { Budget, BudgetEntry, EntryKind, Reservation, ReservationState } from './model';
 import { assertConservation, reserveFunds, settleFunds, voidRemainder } from './rules';
 import { budgetView, entryView, reservationView } from './views';
+import { governingRun, refuseIfEnded } from '../runs/guard';
 
 /**
  * Budget operations. Lock order inside one transaction: the budget row, then the
@@ -123,8 +124,10 @@ async function lockBudget(ctx: OpContext, budgetId: string): Promise<Budget> {
  * only while they commit. Nothing in the reply depends on the balance after.
  */
 export async function reserve(ctx: OpContext, budgetId: string, body: ReserveBody): Promise<ReservationView> {
-  const read = await ctx.tx.budgets.get(ctx.spaceId, budgetId);
+  // The scope's run first, locked against its end (docs/lock-order.md), in the budget's round trip.
+  const [run, read] = await together(governingRun(ctx, body.scopeId), ctx.tx.budgets.get(ctx.spaceId, budgetId));
   if (!read) throw notFound('budget');
+  refuseIfEnded(run, body.scopeId);
   // Refuses INSUFFICIENT_BUDGET on what was read; the guard of the write repeats the check.
   reserveFunds(read, parseMinor(body.amountMinor), ctx.nowMs);
   const reservation: Reservation = {

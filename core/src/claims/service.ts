@@ -13,6 +13,7 @@ import { plantedBugs } from '../planted-bugs';
 import type { Claim, ClaimState } from './model';
 import { advanceFencing, claimTokenFor, decideAcquire, expiredClaim, hashClaimSecret, holdsClaim, newClaim, releasedClaim, renewedClaim } from './rules';
 import { claimGrantView, claimView } from './views';
+import { governingRun, refuseIfEnded } from '../runs/guard';
 
 /**
  * Claims (decisions §10): a lock with fencing. Lock order (docs/lock-order.md): the claim key's
@@ -32,10 +33,14 @@ import { claimGrantView, claimView } from './views';
  * statement as the upsert would not. Sent together, the two still cost one round trip.
  */
 export async function acquire(ctx: OpContext, body: ClaimCreateBody): Promise<{ created: boolean; grant: ClaimGrant }> {
-  const [key, held] = await together(
+  // The scope's run first, locked against its end (docs/lock-order.md): an ended run refuses
+  // every acquire under it, a repeat by the holder too (decisions §10).
+  const [run, key, held] = await together(
+    governingRun(ctx, body.scopeId),
     ctx.tx.claims.lockKey(ctx.spaceId, body.claimKey, ctx.nowMs),
     ctx.tx.claims.getHeld(ctx.spaceId, body.claimKey, { forUpdate: true }),
   );
+  refuseIfEnded(run, body.scopeId);
   // Planted (test-only): a live holder of the key goes unseen, and the key is taken anyway.
   const decision = decideAcquire(plantedBugs.has('claim-ignores-held') && held !== undefined && held.leaseExpiresAt > ctx.nowMs ? undefined : held, body.holder, hashClaimSecret(body.holderSession), ctx.nowMs);
   if (decision.kind === 'same') {

@@ -18,6 +18,8 @@ import { isoFromMs, msFromIso } from '../time';
 import type { GroupDecision, GroupMember, MemberRow, SealCause, TaskGroup, Verdict } from './model';
 import { checkVerdict, decide, membershipCap } from './rules';
 import { groupView } from './views';
+import { governingRun, refuseIfEnded, requireOpenScope } from '../runs/guard';
+import { together } from '../store/together';
 
 /**
  * Task groups (decisions §6). Every operation that can change a group's decision locks the
@@ -38,6 +40,8 @@ const groupEvent = (g: Pick<TaskGroup, 'id' | 'scopeId'>, type: string, data: Re
 
 /** Creates an OPEN group with a fresh gate scope, a child of parentScopeId when given. */
 export async function createGroup(ctx: OpContext, body: GroupCreateBody): Promise<GroupCreatedReply> {
+  // A group under an ended run is new work under it (decisions §10); its gate scope belongs to that run.
+  if (body.parentScopeId !== undefined) await requireOpenScope(ctx, body.parentScopeId);
   await mailboxOf(ctx.tx, ctx.spaceId, body.mailboxId);
   const group: TaskGroup = {
     id: ctx.random.uuid(),
@@ -105,15 +109,19 @@ export async function createMemberTask(ctx: OpContext, id: string, body: MemberT
   // A key naming a member of this group answers it whatever the group's state, as join-task
   // does: a coordinator retrying the create of the member that closed membership gets 200, not
   // 409. (A membership is never undone, so this unlocked read stays true under the lock.)
-  const known = await ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey);
-  const group = await lockOpenGroup(ctx, id, events, known?.groupId === id ? known.id : undefined);
+  const [known, unlocked] = await together(ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey), ctx.tx.taskGroups.get(ctx.spaceId, id));
+  // The gate scope's run before the group: a run's lock comes first (docs/lock-order.md). An
+  // ended run refuses even a repeat of a member's create: nothing more is done under it.
+  const [run, locked] = await together(unlocked === undefined ? Promise.resolve(undefined) : governingRun(ctx, unlocked.scopeId), lockGroup(ctx, id));
+  refuseIfEnded(run, locked.scopeId);
+  const group = await openGroup(ctx, locked, events, known?.groupId === id ? known.id : undefined);
   const input = body.input ?? null;
   const requirements = { pools: [], quotas: [], budgets: [] };
   const fingerprint = taskFingerprint(group.mailboxId, input, requirements, null);
   const existing = await ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey);
   if (existing) {
     const reply = existingMember(group, existing, fingerprint);
-    // A deadline lockOpenGroup applied (the decision and its cancellations) commits with the reply.
+    // A deadline openGroup applied (the decision and its cancellations) commits with the reply.
     await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
     return { created: false, reply };
   }
@@ -154,7 +162,13 @@ export async function joinTask(ctx: OpContext, id: string, body: JoinTaskBody): 
  * applies it again, with the same outcome.
  */
 async function lockOpenGroup(ctx: OpContext, id: string, events: NewEvent[], memberId?: string): Promise<TaskGroup> {
-  const group = await applyDeadline(ctx, await lockGroup(ctx, id), events);
+  return openGroup(ctx, await lockGroup(ctx, id), events, memberId);
+}
+
+/** lockOpenGroup on a group already locked. */
+async function openGroup(ctx: OpContext, locked: TaskGroup, events: NewEvent[], memberId?: string): Promise<TaskGroup> {
+  const id = locked.id;
+  const group = await applyDeadline(ctx, locked, events);
   if (group.state === 'OPEN') return group;
   if (memberId !== undefined && (await ctx.tx.taskGroups.getMember(ctx.spaceId, id, memberId))) return group;
   throw conflict(`task group ${id} is ${group.state}: membership is closed`);

@@ -14,6 +14,8 @@ import { assertMailbox, holdsLease, leaseUntil, payloadBytes, renewed } from './
 import { mailboxView, messageView } from './views';
 import type { DeliveryRequirements } from '../admission/model';
 import { readyTopicOf } from '../notifier';
+import { governingRun, refuseIfEnded } from '../runs/guard';
+import { together } from '../store/together';
 
 /**
  * Mailboxes and messages with leases (decisions §6): the queue alone. What ends a claim (complete,
@@ -163,7 +165,24 @@ export interface SendRequest {
  * messages refuses with BACKLOG_FULL.
  */
 export async function send(ctx: OpContext, mailboxId: string, body: SendBody | SendRequest): Promise<{ created: boolean; view: MessageView }> {
-  const sent = await sendTo(ctx, await sendTargetOf(ctx, mailboxId), body);
+  return sendToTarget(ctx, await sendTargetOf(ctx, mailboxId), body);
+}
+
+/**
+ * POST /mailboxes/{id}/messages: send, refused under an ended run (decisions §10). The scope's
+ * run is read, and locked against its end, in the mailbox's round trip. Only a client's send is
+ * refused: a timer armed before its run completed still fires, and a complete still publishes
+ * its result (both call send).
+ */
+export async function clientSend(ctx: OpContext, mailboxId: string, body: SendBody): Promise<{ created: boolean; view: MessageView }> {
+  const [run, target] = await together(governingRun(ctx, body.scopeId), ctx.tx.mailboxes.getForSend(ctx.spaceId, mailboxId, ctx.limits.maxBacklog));
+  refuseIfEnded(run, body.scopeId);
+  if (!target) throw notFound('mailbox');
+  return sendToTarget(ctx, target, body);
+}
+
+async function sendToTarget(ctx: OpContext, target: SendTarget, body: SendBody | SendRequest): Promise<{ created: boolean; view: MessageView }> {
+  const sent = await sendTo(ctx, target, body);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, sent.events);
   return { created: sent.created, view: messageView(sent.message) };
 }

@@ -24,5 +24,11 @@ export interface Run {
   endedAt: number | null;
 }
 
+/**
+ * How many gate scopes up a scope's run is looked for (RunRepository.governing): a group created
+ * under a gate scope nests one level deeper; real nesting stays far below this.
+ */
+export const maxGateLevels = 16;
+
 /** The failure reason of a task cancelled by its run's cancel. */
 export const runCancelledReason = 'RUN_CANCELLED';

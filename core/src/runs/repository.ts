@@ -5,6 +5,15 @@ export interface RunRepository {
   /** Inserts a new run; false when the space already has a run of that scopeId. */
   insert(run: Run): Promise<boolean>;
   get(spaceId: string, scopeId: string, options?: LockOptions): Promise<Run | undefined>;
+  /**
+   * The run that work under `scopeId` belongs to (decisions §10): the run of that scopeId, else
+   * the nearest run above it through task groups' gate scopes (a gate scope is a child of its
+   * group's parentScopeId), at most maxGateLevels up; undefined when there is none (runs are
+   * optional). Locked FOR SHARE until the transaction ends: a run's end (any change of its row)
+   * waits for work being created under it, and this read waits for an end in progress and then
+   * sees it. Shared, so work under one run is not serialized by it.
+   */
+  governing(spaceId: string, scopeId: string): Promise<Run | undefined>;
   update(run: Run): Promise<void>;
   /** ACTIVE child runs of a run, up to `limit`, oldest first. */
   activeChildren(spaceId: string, parentScopeId: string, limit: number): Promise<Run[]>;

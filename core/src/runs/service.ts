@@ -89,7 +89,8 @@ export async function completeRun(ctx: OpContext, scopeId: string): Promise<RunV
 /**
  * Cancels the run, then as much of its cascade as one step does: its ACTIVE child runs (each
  * cancelled with a cascade of its own), its armed timers, its held claims (released) and its
- * PENDING or RUNNING tasks (reason RUN_CANCELLED). What
+ * PENDING or RUNNING tasks (reason RUN_CANCELLED), those of its scopeId and of the gate scopes
+ * of task groups created under it. What
  * one step leaves, the background sweep finishes (cascadeDue); the run says `cascading` until then.
  */
 export async function cancelRun(ctx: OpContext, scopeId: string): Promise<RunView> {
@@ -108,16 +109,32 @@ async function cascadeStep(ctx: OpContext, run: Run): Promise<Run> {
     await ctx.tx.runs.update(next);
     await appendEvent(ctx, next, eventTypes.runCancelled, { reason: 'PARENT_CANCELLED' });
   }
+  // What lives under the run: its scopeId and the gate scopes of task groups created under it
+  // (their members), as work under them is refused once it ended (guard.ts); not child runs'.
+  const scopes = await ctx.tx.taskGroups.scopeSubtree(ctx.spaceId, run.scopeId);
   // Timers before tasks: a timer's lock comes before its mailbox's (docs/lock-order.md), and a task's cancel takes message locks.
-  const timers = await cancelArmedInScope(ctx, [run.scopeId], cascadeBatch, runCancelledReason);
-  const claims = await releaseInScope(ctx, run.scopeId, cascadeBatch, runCancelledReason);
+  const timers = await cancelArmedInScope(ctx, scopes, cascadeBatch, runCancelledReason);
+  const claims = await upTo(scopes, (scopeId, limit) => releaseInScope(ctx, scopeId, limit, runCancelledReason));
   // Planted (test-only): the cascade forgets the run's live tasks.
-  const live = plantedBugs.has('run-cancel-skips-tasks') ? [] : await ctx.tx.tasks.list(ctx.spaceId, run.scopeId, ['PENDING', 'RUNNING'], null, cascadeBatch);
-  for (const task of live) await cancelIfLive(ctx, task.id);
-  if ([children.length, timers, claims, live.length].some((n) => n === cascadeBatch)) return run;
+  const live = plantedBugs.has('run-cancel-skips-tasks') ? 0 : await upTo(scopes, async (scopeId, limit) => {
+    const tasks = await ctx.tx.tasks.list(ctx.spaceId, scopeId, ['PENDING', 'RUNNING'], null, limit);
+    for (const task of tasks) await cancelIfLive(ctx, task.id);
+    return tasks.length;
+  });
+  if ([children.length, timers, claims, live].some((n) => n === cascadeBatch)) return run;
   const done = { ...run, cascadePending: false, updatedAt: ctx.nowMs };
   await ctx.tx.runs.update(done);
   return done;
+}
+
+/** Runs `step` over the scopes in turn, each with what is left of cascadeBatch, until it is used up; answers how much was used. */
+async function upTo(scopes: readonly string[], step: (scopeId: string, limit: number) => Promise<number>): Promise<number> {
+  let used = 0;
+  for (const scopeId of scopes) {
+    if (used === cascadeBatch) break;
+    used += await step(scopeId, cascadeBatch - used);
+  }
+  return used;
 }
 
 /** A task listed live may have ended since (its lock is taken in cancelTask): then there is nothing to cancel. */

@@ -4,26 +4,33 @@ import type { SendTarget } from '../messages/model';
 import type { TaskSubmitBody } from '../schemas/tasks';
 import { together } from '../store/together';
 import type { Task } from './model';
+import { governingRun } from '../runs/guard';
+import type { Run } from '../runs/model';
 import { submitWith, type Submitted } from './service';
 
 /**
- * submit-batch (decisions §8): each item as POST /tasks would answer it, in order. The keys of
- * every item and the mailboxes they name are read in one round trip up front, and kept current
- * as items run: a key an earlier item created is joined by a later one, and a delivery an
- * earlier item sent counts against the backlog limits of the next. A submit fails, when it
- * fails, before it writes (tasks/service.ts createTask), so no item needs a savepoint.
+ * submit-batch (decisions §8): each item as POST /tasks would answer it, in order. The runs of
+ * the items' scopes, the keys of every item and the mailboxes they name are read in one round
+ * trip up front, and kept current as items run: a key an earlier item created is joined by a
+ * later one, and a delivery an earlier item sent counts against the backlog limits of the next.
+ * A submit fails, when it fails, before it writes (tasks/service.ts createTask), so no item
+ * needs a savepoint.
  */
 export async function submitMany(ctx: OpContext, bodies: readonly TaskSubmitBody[]): Promise<ItemOutcome<Submitted>[]> {
   const mailboxIds = [...new Set(bodies.map((b) => b.mailboxId))];
-  const [existing, targets] = await together(
+  const scopeIds = [...new Set(bodies.map((b) => b.scopeId))];
+  const [runs, existing, targets] = await together(
+    // Each scope's run first, locked against its end (docs/lock-order.md): an item under an ended run answers 409 by itself.
+    together(...scopeIds.map((id) => governingRun(ctx, id))),
     ctx.tx.tasks.getByKeys(ctx.spaceId, bodies.map((b) => b.taskKey)),
     together(...mailboxIds.map((id) => ctx.tx.mailboxes.getForSend(ctx.spaceId, id, ctx.limits.maxBacklog))),
   );
   const byKey = new Map<string, Task>(existing.map((t) => [t.taskKey, t]));
   const targetOf = new Map<string, SendTarget | undefined>(mailboxIds.map((id, i) => [id, targets[i]]));
+  const runOf = new Map<string, Run | undefined>(scopeIds.map((id, i) => [id, runs[i]]));
   return eachItem(ctx, bodies, () => false, async (body) => {
     const target = targetOf.get(body.mailboxId);
-    const submitted = await submitWith(ctx, body, byKey.get(body.taskKey), target);
+    const submitted = await submitWith(ctx, body, runOf.get(body.scopeId), byKey.get(body.taskKey), target);
     if (submitted.created) {
       byKey.set(body.taskKey, submitted.task);
       // The space's backlog is one count, read with each mailbox: the send counted it on its own target only.

@@ -19,6 +19,8 @@ import { assertTask, taskFingerprint } from './rules';
 import { taskView } from './views';
 import { claimedView } from '../admission/views';
 import { hasRequirements, type DeliveryRequirements } from '../admission/model';
+import { governingRun, refuseIfEnded } from '../runs/guard';
+import type { Run } from '../runs/model';
 
 /**
  * Tasks without admission (decisions §6). A task's delivery is a message in its mailbox that
@@ -88,10 +90,15 @@ async function resolveRequirements(ctx: OpContext, requirements: TaskRequirement
  * (subscribing subscriberId when given); another fingerprint is TASK_KEY_CONFLICT.
  */
 export async function submit(ctx: OpContext, body: TaskSubmitBody): Promise<Submitted> {
-  // The mailbox and its backlog are read with the key, in one round trip; only a create needs
-  // them (a join's mailbox is in its fingerprint), and it must exist before the task row names it.
-  const [existing, target] = await together(ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey), ctx.tx.mailboxes.getForSend(ctx.spaceId, body.mailboxId, ctx.limits.maxBacklog));
-  return submitWith(ctx, body, existing, target);
+  // The scope's run (locked against its end first: docs/lock-order.md), the task of the key, and
+  // the mailbox with its backlog, in one round trip; only a create needs the mailbox (a join's
+  // is in its fingerprint), and it must exist before the task row names it.
+  const [run, existing, target] = await together(
+    governingRun(ctx, body.scopeId),
+    ctx.tx.tasks.getByKey(ctx.spaceId, body.taskKey),
+    ctx.tx.mailboxes.getForSend(ctx.spaceId, body.mailboxId, ctx.limits.maxBacklog),
+  );
+  return submitWith(ctx, body, run, existing, target);
 }
 
 export interface Submitted {
@@ -102,11 +109,13 @@ export interface Submitted {
 }
 
 /**
- * submit on what it read: the task of its key (if any) and the mailbox with its backlog. A
- * submit-batch reads those for all its items at once and keeps them current (submitMany).
- * Fails, when it fails, before its first write.
+ * submit on what it read: the scope's run (if any), the task of its key (if any) and the mailbox
+ * with its backlog. A submit-batch reads those for all its items at once and keeps them current
+ * (submitMany). Fails, when it fails, before its first write. Under an ended run every submit is
+ * refused, a join of an existing key too (decisions §10).
  */
-export async function submitWith(ctx: OpContext, body: TaskSubmitBody, existing: Task | undefined, target: SendTarget | undefined): Promise<Submitted> {
+export async function submitWith(ctx: OpContext, body: TaskSubmitBody, run: Run | undefined, existing: Task | undefined, target: SendTarget | undefined): Promise<Submitted> {
+  refuseIfEnded(run, body.scopeId);
   const requirements: TaskRequirements = { pools: body.requirements?.pools ?? [], quotas: body.requirements?.quotas ?? [], budgets: body.requirements?.budgets ?? [] };
   const input = body.input ?? null;
   const workLimit = body.workLimit ?? null;

@@ -15,6 +15,8 @@ import { plantedBugs } from '../planted-bugs';
 import { timerWorkKey, type Timer, type TimerState } from './model';
 import { cancelledTimer, deferredTimer, fireAtOf, firedTimer, newTimer, sameArm, timerFingerprint } from './rules';
 import { timerView } from './views';
+import { governingRun, refuseIfEnded } from '../runs/guard';
+import { together } from '../store/together';
 
 /**
  * Timers (decisions §10): a payload sent to a mailbox once the service clock passes fireAt.
@@ -34,7 +36,9 @@ export async function arm(ctx: OpContext, body: TimerArmBody): Promise<{ created
   checkPayloadSize('payload', body.payload, ctx.limits.maxPayloadBytes);
   const asked = { fireAtMs: body.fireAt === undefined ? undefined : msFromIso(body.fireAt), delaySeconds: body.delaySeconds };
   const fingerprint = timerFingerprint({ scopeId: body.scopeId, mailboxId: body.mailboxId, payload: body.payload, ...asked });
-  const existing = await ctx.tx.timers.getByKey(ctx.spaceId, body.timerKey);
+  // The scope's run first, locked against its end: an ended run refuses every arm under it, a repeat too (decisions §10).
+  const [run, existing] = await together(governingRun(ctx, body.scopeId), ctx.tx.timers.getByKey(ctx.spaceId, body.timerKey));
+  refuseIfEnded(run, body.scopeId);
   if (existing) return { created: false, view: timerView(sameArm(existing, fingerprint)) };
 
   const fireAt = fireAtOf(asked, ctx.nowMs);

@@ -59,6 +59,13 @@ export interface BatonOptions {
   webhooks?: Partial<DispatcherOptions>;
   /** How often the limits sync runs once started (limits-sync.ts); tests shorten it. */
   limitsSyncIntervalMs?: number;
+  /**
+   * Real time: what the background loops (sweeps, limits sync, webhook interval) and the
+   * credential cache's expiry are timed by, whatever `clock` is (decisions §11: the manual clock
+   * moves only what depends on time). Default the wall clock; the simulator passes its virtual
+   * clock so a run stays a function of its seed.
+   */
+  realTime?: Clock;
 }
 
 /** How long a drain lets in-flight requests finish before it closes their connections. */
@@ -76,13 +83,14 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
   // Every commit wakes the long polls waiting on what it changed (core/src/notifier.ts), and
   // hands its events to the metrics, which count from them.
   const store = new NotifyingStore(options.store, notifier, metrics?.observeCommit);
-  const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs);
+  const realTime = options.realTime ?? new SystemClock();
+  const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs, realTime);
   const webhookOptions: DispatcherOptions = { secretKey: undefined, allowPrivate: false, ...defaultDispatcherOptions, observer: metrics?.webhooks, ...options.webhooks };
-  const webhooks = new WebhookDispatcher(store, options.clock, random, options.logger, webhookOptions, notifier);
+  const webhooks = new WebhookDispatcher(store, options.clock, random, options.logger, webhookOptions, notifier, realTime);
   const limits = new Limits();
   // A server's id only tells its request counts apart from the other servers'; a restart is a new server.
-  const limitsSync = new LimitsSync(store, options.clock, random.uuid(), limits.rate, limits.ledger, options.logger, options.limitsSyncIntervalMs ?? defaultSyncIntervalMs);
-  const credentials = new CredentialCache(options.clock);
+  const limitsSync = new LimitsSync(store, options.clock, random.uuid(), limits.rate, limits.ledger, options.logger, options.limitsSyncIntervalMs ?? defaultSyncIntervalMs, realTime);
+  const credentials = new CredentialCache(realTime);
   const unfollow = credentials.follow(notifier);
   const deps: AppDeps = {
     store,
@@ -93,6 +101,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     credentials,
     drain,
     adminToken: options.adminToken,
+    cascadeSoon: () => background.cascadeSoon(),
     runDueWork: async () => {
       await background.runDue();
       await webhooks.runDue();

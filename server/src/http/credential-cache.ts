@@ -17,13 +17,16 @@ export const credentialsTopic = 'credentials:changed';
  * Only complete look-ups are kept (a key, its organization and the space), never a miss: a
  * stranger's guesses always reach the store. A look-up that raced a change is not kept either:
  * `generation` moves on every clear, and put() drops what was read before the last one.
+ *
+ * Entries expire on `realTime`, the wall clock, not the service clock (decisions §11: caches
+ * expire on real time), so a manual clock that never moves does not keep them forever.
  */
 export class CredentialCache {
   private readonly entries = new Map<string, { credential: Credential; expiresAtMs: number }>();
   private generationCount = 0;
 
   constructor(
-    private readonly clock: Clock,
+    private readonly realTime: Clock,
     private readonly ttlMs = 5_000,
   ) {}
 
@@ -35,7 +38,7 @@ export class CredentialCache {
   get(keyId: string, spaceId: string): Credential | undefined {
     const entry = this.entries.get(cacheKey(keyId, spaceId));
     if (!entry) return undefined;
-    if (entry.expiresAtMs <= this.clock.now()) {
+    if (entry.expiresAtMs <= this.realTime.now()) {
       this.entries.delete(cacheKey(keyId, spaceId));
       return undefined;
     }
@@ -45,7 +48,7 @@ export class CredentialCache {
   put(keyId: string, spaceId: string, credential: Credential, generation: number): void {
     if (generation !== this.generationCount || !credential.org || !credential.space) return;
     // Bounded by the keys and spaces that really exist; a fleet has few. Expired entries go on read.
-    this.entries.set(cacheKey(keyId, spaceId), { credential, expiresAtMs: this.clock.now() + this.ttlMs });
+    this.entries.set(cacheKey(keyId, spaceId), { credential, expiresAtMs: this.realTime.now() + this.ttlMs });
   }
 
   clear(): void {

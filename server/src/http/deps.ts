@@ -27,6 +27,8 @@ export interface AppDeps {
   adminToken?: string;
   /** Runs time-based work that is due now (overdue reservations, later leases and waiters). */
   runDueWork(): Promise<void>;
+  /** A run's cancel left cascades to finish: the started background loop runs them now, not at its next interval. */
+  cascadeSoon(): void;
   /** Where the routes report parked polls and blocked admissions; noTelemetry without metrics. */
   telemetry: Telemetry;
   /** Webhook settings the routes need: no key refuses destination creation; allowPrivate relaxes the URL check. */

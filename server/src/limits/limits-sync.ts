@@ -1,4 +1,4 @@
-import { minuteOf, monthOf, type Clock, type Store } from '@baton/core';
+import { minuteOf, monthOf, SystemClock, type Clock, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import type { RequestRate } from './request-rate';
 import type { UsageLedger } from './usage-ledger';
@@ -38,6 +38,11 @@ export class LimitsSync {
     private readonly ledger: UsageLedger,
     private readonly logger: Logger | undefined,
     private readonly intervalMs = defaultSyncIntervalMs,
+    /**
+     * What the loop is timed by: real time, not the service clock (decisions §11), so on a manual
+     * clock the load counts still refresh every interval. Tests and the simulator inject their own.
+     */
+    private readonly realTime: Clock = new SystemClock(),
   ) {}
 
   start(): void {
@@ -93,7 +98,7 @@ export class LimitsSync {
 
   private arm(): void {
     if (this.stopped) return;
-    this.cancel = this.clock.schedule(this.intervalMs, () => {
+    this.cancel = this.realTime.schedule(this.intervalMs, () => {
       this.sync()
         .catch((err: unknown) => this.logger?.warn({ err }, 'limits sync failed; counts kept for the next try'))
         .finally(() => this.arm());

@@ -1,4 +1,4 @@
-import { assert, eventTypeSet, spaceTopic, type Notifier, eventView, plantedBugs, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
+import { assert, eventTypeSet, spaceTopic, SystemClock, type Notifier, eventView, plantedBugs, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { horizonRecheckDelaysMs } from '../notify/horizon-rechecks';
 import { attemptDelivery, type AttemptOptions, type AttemptResult } from './http-attempt';
@@ -94,6 +94,11 @@ export class WebhookDispatcher {
     private readonly options: DispatcherOptions,
     /** Wakes the started loop on commits; runs driven by runDue alone (tests, the simulator) need none. */
     private readonly notifier?: Notifier,
+    /**
+     * What the loop's interval and the following of spaces are timed by: real time, not the
+     * service clock (decisions §11). Due attempts, leases and retries stay on `clock`.
+     */
+    private readonly realTime: Clock = new SystemClock(),
   ) {}
 
   /** Runs at once (catching up what came while no server ran), then every interval and on wakes. */
@@ -124,7 +129,7 @@ export class WebhookDispatcher {
     const nowMs = this.clock.now();
     const token = this.random.uuid();
     const claimed = await this.store.transaction((tx) => tx.destinations.claimDue(nowMs, token, nowMs + this.leaseMs, this.options.claimLimit));
-    this.follow(claimed.map((d) => d.spaceId), nowMs);
+    this.follow(claimed.map((d) => d.spaceId), this.realTime.now());
     await Promise.all(
       claimed.map((d) =>
         this.dispatch(key, d, token).catch((err: unknown) => this.logger?.error({ err, destinationId: d.id }, 'webhook dispatch failed; the lease lets go when it expires')),
@@ -285,7 +290,7 @@ export class WebhookDispatcher {
 
   private arm(): void {
     if (this.stopped) return;
-    this.cancel = this.clock.schedule(this.options.intervalMs, () => this.loop(undefined));
+    this.cancel = this.realTime.schedule(this.options.intervalMs, () => this.loop(undefined));
   }
 
   /**

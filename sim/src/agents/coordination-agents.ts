@@ -10,6 +10,8 @@ export interface CoordinationSpace {
   claimScopeId: string;
   claimKeys: readonly string[];
   timerScopeId: string;
+  /** A budget run agents reserve from under runs they ended (which must refuse). */
+  budgetId: string;
 }
 
 /**
@@ -146,10 +148,30 @@ export class RunAgent extends Agent {
     await this.crashPoint(current);
     await this.sleep(current, this.rng.int(0, 1_500));
     const roll = this.rng.float();
-    if (roll < 0.6) await this.end(current, `${tag}.cancel`, root, 'cancel');
-    else if (roll < 0.8 && scopes.length > 1) await this.end(current, `${tag}.cancel1`, scopes[1]!, 'cancel');
-    else await this.end(current, `${tag}.complete`, root, 'complete');
-    if (this.rng.chance(0.3)) await this.work(current, `${tag}.late`, root);
+    let ended: string | undefined;
+    if (roll < 0.6) ended = await this.end(current, `${tag}.cancel`, root, 'cancel');
+    else if (roll < 0.8 && scopes.length > 1) ended = await this.end(current, `${tag}.cancel1`, scopes[1]!, 'cancel');
+    else ended = await this.end(current, `${tag}.complete`, root, 'complete');
+    if (ended !== undefined && this.rng.chance(0.4)) await this.lateWork(current, `${tag}.late`, ended);
+  }
+
+  /**
+   * Work under a run this agent ended: a task, a timer, a claim, a reservation and a child run,
+   * each of which the run must refuse (409). The agent takes any answer but a server error; the
+   * journal check (checks/runs.ts checkNoWorkAfterEnd) says whether anything was created.
+   */
+  private async lateWork(current: Current, key: string, scopeId: string): Promise<void> {
+    const attempts: [string, string, Record<string, unknown>][] = [
+      ['submit', '/tasks', { scopeId, mailboxId: this.space.mailboxId, taskKey: `${key}.task` }],
+      ['arm', '/timers', { timerKey: `${key}.timer`, scopeId, mailboxId: this.space.mailboxId, payload: null, delaySeconds: this.rng.int(2, 30) }],
+      ['acquire', '/claims', { claimKey: `${key}.claim`, scopeId, holder: this.name, holderSession: key, leaseSeconds: this.rng.int(10, 30) }],
+      ['reserve', `/budgets/${this.space.budgetId}/reserve`, { scopeId, holder: this.name, amountMinor: '1' }],
+      ['child run', '/runs', { scopeId: this.rng.uuid(), parentScopeId: scopeId, name: `${key}.child` }],
+    ];
+    for (const [what, path, body] of attempts) {
+      const reply = await this.call(current, 'POST', path, { body, idempotencyKey: `${key}.${what}` });
+      this.expect(reply.statusCode, [200, 201, 409], `late ${what}`, reply.body);
+    }
   }
 
   private async create(current: Current, key: string, body: Record<string, unknown>): Promise<string | undefined> {
@@ -177,10 +199,12 @@ export class RunAgent extends Agent {
     this.expect(claim.statusCode, [200, 201], 'acquire', claim.body);
   }
 
-  private async end(current: Current, key: string, scopeId: string, how: 'cancel' | 'complete'): Promise<void> {
+  /** Ends the run; answers its scopeId once it has ended (200), undefined otherwise. */
+  private async end(current: Current, key: string, scopeId: string, how: 'cancel' | 'complete'): Promise<string | undefined> {
     const reply = await this.call(current, 'POST', `/runs/${scopeId}/${how}`, { idempotencyKey: key });
     // A complete of a run whose parent's cancel reached it first is a CONFLICT; nothing else is.
     if (reply.statusCode !== 200 && reply.body?.error?.code !== 'CONFLICT') this.sim.ledger.violation(`${this.name}: ${how} of run ${scopeId} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
+    return reply.statusCode === 200 ? scopeId : undefined;
   }
 
   private expect(status: number, ok: number[], what: string, body: unknown): void {

@@ -13,8 +13,13 @@ const byCreated = (a: { createdAt: number; id: string }, b: { createdAt: number;
  * Task groups in memory. Transactions run one at a time, so a lock is a no-op. Members reach
  * their tasks through the task repository, as the SQL store joins the two tables.
  */
-export function memoryGroups(undoLog: () => (() => void)[] | undefined, tasks: TaskRepository): { taskGroups: TaskGroupRepository; scopeSubtree: (spaceId: string, scopeId: string) => string[] } {
+export function memoryGroups(
+  undoLog: () => (() => void)[] | undefined,
+  tasks: TaskRepository,
+): { taskGroups: TaskGroupRepository; scopeSubtree: (spaceId: string, scopeId: string) => string[]; gateParentOf: (spaceId: string, scopeId: string) => string | null } {
   const groups = new MemoryTable<TaskGroup>(undoLog);
+  /** Each group's gate scope to its parent scope: every request that creates work walks up through it (runs' governing). */
+  const gates = new MemoryTable<{ parentScopeId: string | null }>(undoLog);
   const members = new MemoryTable<GroupMember>(undoLog);
   const lock = (_options?: LockOptions): void => undefined;
   const memberKey = (spaceId: string, taskId: string): string => key(spaceId, taskId);
@@ -33,11 +38,15 @@ export function memoryGroups(undoLog: () => (() => void)[] | undefined, tasks: T
     return found;
   };
 
+  /** The parent of a gate scope (its group's parentScopeId); null for a scope no group gates. */
+  const gateParentOf = (spaceId: string, scopeId: string): string | null => gates.peek(key(spaceId, scopeId))?.parentScopeId ?? null;
+
   const taskGroups: TaskGroupRepository = {
     insert: async (g) => {
       assertGroup(g);
       assert(!groups.has(key(g.spaceId, g.id)), `duplicate group ${g.id}`);
       groups.set(key(g.spaceId, g.id), g);
+      gates.set(key(g.spaceId, g.scopeId), { parentScopeId: g.parentScopeId });
     },
     get: async (spaceId, id, options) => (lock(options), groups.get(key(spaceId, id))),
     update: async (g) => {
@@ -88,5 +97,5 @@ export function memoryGroups(undoLog: () => (() => void)[] | undefined, tasks: T
         .map((g) => structuredClone(g)),
     scopeSubtree: async (spaceId, scopeId) => scopeSubtree(spaceId, scopeId),
   };
-  return { taskGroups, scopeSubtree };
+  return { taskGroups, scopeSubtree, gateParentOf };
 }

@@ -133,8 +133,8 @@ export class MemoryStore implements Store {
       () => this.events.scan(),
       async (spaceId, messageId) => (await messageRepositories.messages.get(spaceId, messageId))?.taskId,
     );
-    const { taskGroups, scopeSubtree } = memoryGroups(this.log, tasks);
-    const { runs, activeBySpace } = memoryRuns(this.log);
+    const { taskGroups, scopeSubtree, gateParentOf } = memoryGroups(this.log, tasks);
+    const { runs, activeBySpace } = memoryRuns(this.log, gateParentOf);
     const { liveBySpace, ...messageRepositories } = memoryMessages(this.log, scopeSubtree, (spaceId, id, move) => tasks.moveLive(spaceId, id, move));
     const claims = memoryClaims(this.log);
     const loadOf = async (orgIds: readonly string[], nowMs: number): Promise<Map<string, OrgLoad>> => {

@@ -1,13 +1,19 @@
 import { assert } from '../../assert';
-import type { Run } from '../../runs/model';
+import { maxGateLevels, type Run } from '../../runs/model';
 import type { RunRepository } from '../../runs/repository';
 import { MemoryTable } from './table';
 
 const key = (spaceId: string, scopeId: string): string => `${spaceId}\u0000${scopeId}`;
 const byCreated = (a: Run, b: Run): number => a.createdAt - b.createdAt || (a.scopeId < b.scopeId ? -1 : a.scopeId > b.scopeId ? 1 : 0);
 
-/** Runs in memory; transactions run one at a time, so a claim of cascading runs is a scan. */
-export function memoryRuns(log: () => (() => void)[] | undefined): { runs: RunRepository; activeBySpace: () => Map<string, number> } {
+/**
+ * Runs in memory; transactions run one at a time, so a claim of cascading runs is a scan and a
+ * lock is a no-op. `gateParentOf` answers a gate scope's parent scope (the task groups' table).
+ */
+export function memoryRuns(
+  log: () => (() => void)[] | undefined,
+  gateParentOf: (spaceId: string, scopeId: string) => string | null,
+): { runs: RunRepository; activeBySpace: () => Map<string, number> } {
   const runs = new MemoryTable<Run>(log);
   const select = (match: (r: Run) => boolean): Run[] => [...runs.scan()].filter(match).map((r) => structuredClone(r));
   /** ACTIVE runs per space: what the usage repository's load counts (memory/usage.ts). */
@@ -23,6 +29,15 @@ export function memoryRuns(log: () => (() => void)[] | undefined): { runs: RunRe
       return true;
     },
     get: async (spaceId, scopeId) => runs.get(key(spaceId, scopeId)),
+    governing: async (spaceId, scopeId) => {
+      let scope: string | null = scopeId;
+      for (let level = 0; scope !== null && level <= maxGateLevels; level++) {
+        const run = runs.get(key(spaceId, scope));
+        if (run) return run;
+        scope = gateParentOf(spaceId, scope);
+      }
+      return undefined;
+    },
     update: async (run) => {
       assert(runs.has(key(run.spaceId, run.scopeId)), `update of missing run ${run.scopeId}`);
       runs.set(key(run.spaceId, run.scopeId), run);

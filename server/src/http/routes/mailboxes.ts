@@ -65,7 +65,7 @@ export function mailboxRoutes(deps: AppDeps) {
       },
     }, async (request, reply) =>
       runOperation(deps, request, reply, true, async (ctx) => {
-        const result = await messages.send(ctx, request.params.id, request.body);
+        const result = await messages.clientSend(ctx, request.params.id, request.body);
         return { statusCode: result.created ? 201 : 200, body: result.view };
       }),
     );

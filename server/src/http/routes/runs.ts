@@ -47,12 +47,18 @@ export function runRoutes(deps: AppDeps) {
       app.post(`/runs/:scopeId/${path}`, {
         config: write,
         schema: { tags, description, params: schemas.runParams, headers: schemas.idempotencyHeaders, response: { 200: schemas.runView, ...errorReplies(409, 422) } },
-      }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await apply(ctx, request.params.scopeId) })));
+      }, async (request, reply) => {
+        const sent = await runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await apply(ctx, request.params.scopeId) }));
+        // What a cancel's own step left (its child runs' cascades, a large run's rest) follows at
+        // once, not at the next sweep: it depends on no time (decisions §11).
+        if (path === 'cancel') deps.cascadeSoon();
+        return sent;
+      });
 
-    end('complete', 'ACTIVE to COMPLETED; idempotent on a COMPLETED run, 409 CONFLICT on a CANCELLED one. What lives under it is left as it is.', runs.completeRun);
+    end('complete', 'ACTIVE to COMPLETED; idempotent on a COMPLETED run, 409 CONFLICT on a CANCELLED one. What lives under it is left as it is; new work under it is refused from then on (409 CONFLICT).', runs.completeRun);
     end(
       'cancel',
-      'ACTIVE to CANCELLED, then cancels its ACTIVE child runs (each with its own cascade) and its PENDING or RUNNING tasks (reason RUN_CANCELLED), in bounded batches: the reply shows `cascading: true` while the background sweep finishes them. Idempotent on a CANCELLED run, 409 CONFLICT on a COMPLETED one.',
+      'ACTIVE to CANCELLED, then cancels its ACTIVE child runs (each with its own cascade) and its PENDING or RUNNING tasks (reason RUN_CANCELLED), those of groups created under it included, in bounded batches: the reply shows `cascading: true` while the background sweep finishes them. New work under it is refused from then on (409 CONFLICT). Idempotent on a CANCELLED run, 409 CONFLICT on a COMPLETED one.',
       runs.cancelRun,
     );
   };

@@ -1,4 +1,4 @@
-import { InvariantViolation, type Run, type RunRepository, type RunState } from '@baton/core';
+import { InvariantViolation, maxGateLevels, plantedBugs, type Run, type RunRepository, type RunState } from '@baton/core';
 import { timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlQueryable } from '../driver';
 import { lockClause } from './lock-clause';
@@ -18,6 +18,7 @@ interface RunRow {
 }
 
 const columns = 'space_id, scope_id, parent_scope_id, name, state, child_limit, children, cascade_pending, created_at, updated_at, ended_at';
+const prefixed = (alias: string): string => columns.split(', ').map((c) => `${alias}.${c}`).join(', ');
 
 function toRun(row: RunRow): Run {
   if (typeof row.cascade_pending !== 'boolean') throw new InvariantViolation(`sql store: cascade_pending is not a boolean: ${String(row.cascade_pending)}`);
@@ -49,6 +50,22 @@ export function sqlRuns(q: SqlQueryable): RunRepository {
     },
     async get(spaceId, scopeId, options) {
       const [row] = await q.query<RunRow>(`SELECT ${columns} FROM runs WHERE space_id = $1 AND scope_id = $2${lockClause(options)}`, [spaceId, scopeId]);
+      return row && toRun(row);
+    },
+    async governing(spaceId, scopeId) {
+      // Up through gate scopes (migration 027's index), nearest first; only the run found is locked.
+      // Planted (test-only): the lock is left out, and a run's cancel no longer waits for work being created under it.
+      const [row] = await q.query<RunRow>(
+        `WITH RECURSIVE up(scope_id, level) AS (
+           SELECT $2::text COLLATE "C", 0
+           UNION ALL
+           SELECT g.parent_scope_id, up.level + 1 FROM up JOIN task_groups g ON g.space_id = $1 AND g.scope_id = up.scope_id
+            WHERE g.parent_scope_id IS NOT NULL AND up.level < $3
+         )
+         SELECT ${prefixed('r')} FROM runs r JOIN up ON r.space_id = $1 AND r.scope_id = up.scope_id
+         ORDER BY up.level LIMIT 1${plantedBugs.has('run-guard-skips-lock') ? '' : ' FOR SHARE OF r'}`,
+        [spaceId, scopeId, maxGateLevels],
+      );
       return row && toRun(row);
     },
     async update(r) {
