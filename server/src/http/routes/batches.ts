@@ -36,9 +36,9 @@ export function batchRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const first = readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']);
-      const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, async (ctx) => {
-        const { deliveries, wakeTopics, retryAtMs, blockedBy } = await admission.admitMany(ctx, request.body, request.body.maxTasks);
-        return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics, retryAtMs, blockedBy };
+      const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, request.body.maxTasks, async (ctx, hold) => {
+        const { deliveries, wakeTopics, retryAtMs, blockedBy, leasesShort } = await admission.admitMany(ctx, request.body, hold.deliveries, hold);
+        return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics, retryAtMs, blockedBy, leasesShort };
       });
       return sendOutcome(reply, outcome);
     });
@@ -56,8 +56,8 @@ export function batchRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const first = readyTopicsOf(request.params.id, [request.body.scopeId], ['plain', 'task']);
-      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, async (ctx) => {
-        const { deliveries, wakeTopics } = await deliveryBatches.recvMany(ctx, request.params.id, request.body, request.body.maxMessages);
+      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, request.body.maxMessages, async (ctx, hold) => {
+        const { deliveries, wakeTopics } = await deliveryBatches.recvMany(ctx, request.params.id, request.body, hold.deliveries);
         return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics };
       });
       return sendOutcome(reply, outcome);
