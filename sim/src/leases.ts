@@ -18,8 +18,9 @@ const agentsAtOnce = effectiveLimits({ plan: 'FREE', limits: null }).agentsAtOnc
  * the run draws as before; its steps are not among the run's --steps.
  */
 export class LeaseWorkload {
-  /** When each of the tenant's calls came back (set-up's included). */
+  /** When each of the tenant's calls came back. */
   private readonly replies: number[] = [];
+  private agentCount = 0;
 
   private constructor(
     private readonly sim: SimContext,
@@ -48,11 +49,13 @@ export class LeaseWorkload {
   /** `count`: how many lease agents (the limited kind's swarm weight, swarm.ts); two by default. */
   agents(network: Network, rng: SimRandom, count = agentCount): LeaseAgent[] {
     const sim: SimContext = Object.create(this.sim, { rng: { value: rng }, network: { value: network }, scheduler: { value: network.scheduler } });
+    this.agentCount = count;
     return Array.from({ length: count }, (_, i) => new LeaseAgent(`lease${i}`, sim, this.tenant, network, this.replies, callsPerAgent));
   }
 
   /** After a step: the organization's live leases, as the store counts them, within its agents at once. `serverStartsMs`: each start of the main server, the first included. */
   async checkStep(store: Store, nowMs: number, serverStartsMs: readonly number[]): Promise<string[]> {
+    if (this.agentCount === 0) return []; // the set-up took no lease: nothing can have moved
     const loads = await store.read((tx) => tx.usage.loadOf([this.orgId], nowMs));
     return checkAgentsAtOnce(loads.get(this.orgId)?.liveLeases ?? 0, nowMs, {
       agentsAtOnce,
