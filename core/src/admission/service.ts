@@ -123,7 +123,8 @@ export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: numbe
   };
   const newTokens = (n: number) => Array.from({ length: n }, () => newToken(ctx.random));
   let tokens = newTokens(Math.min(maxTasks, leases.left()));
-  assert(tokens.length >= 1 && leases.take(tokens.length), 'admit-batch: no lease set aside for its first delivery');
+  const took = leases.take(tokens.length);
+  assert(tokens.length >= 1 && took, 'admit-batch: no lease set aside for its first delivery');
   const [{ scopeIds }, first] = await together(
     receivableMailbox(ctx.tx, ctx.spaceId, body.mailboxId, body.holder, body.scopeId),
     ctx.tx.messages.claimCandidates({ ...base, scopeIds: [body.scopeId], tokenHashes: tokens.map((t) => t.tokenHash), afterSeq: 0, unlessGated: true }),

@@ -12,7 +12,7 @@ export interface ClaimTry {
   retryAtMs?: number | null;
   /** An admit's: the kinds of resource found short when it admitted nothing (metrics count them). */
   blockedBy?: readonly ResourceKind[];
-  /** An admit's: nothing admitted because the plan's agents at once left no room for a candidate's pool units. */
+  /** An admit's: nothing admitted because the plan's agents at once left too few leases for a candidate (itself and its pool units). */
   leasesShort?: boolean;
 }
 
@@ -37,7 +37,8 @@ export async function holdingLeases<T>(deps: AppDeps, request: FastifyRequest, w
  * `waitMs` ends. It parks on `firstTopics` (the ready topics of the request's scope) before the
  * first try, then on what each empty try names: the gate scopes below it, the resources found short.
  * Each try claims at most the deliveries its lease hold allows of `wanted` (`hold.deliveries`), and
- * a try that admitted nothing for want of leases for pool units answers CONCURRENCY_LIMITED.
+ * a try that admitted nothing for want of leases (a candidate's pool units are leases too)
+ * answers CONCURRENCY_LIMITED.
  */
 export function pollClaim(deps: AppDeps, request: FastifyRequest, required: boolean, waitMs: number, firstTopics: string[], wanted: number, claim: (ctx: OpContext, hold: LeaseHold) => Promise<ClaimTry>): Promise<Outcome> {
   let wake: Wake = { topics: [], atMs: null };
