@@ -30,6 +30,8 @@ export const plantableBugs = [
   'watch-ignores-aggregate',
   /** the webhook dispatcher moves a destination's cursor past every fourth event it reads without delivering it. */
   'webhook-skips-event',
+  /** a claim batch (admit-batch, recv-batch) is checked as one lease and hands out maxTasks or maxMessages whatever room the plan's agents at once leaves (server/src/limits). */
+  'batch-claims-past-agents-at-once',
   /** recovery calls are held to 80 % of a rate limit like every other call: the reserve is gone (server/src/limits). */
   'recovery-reserve-ignored',
   /** Free's monthly operations never stop new work (server/src/limits). */

@@ -32,7 +32,8 @@ export type Admitted = Out<typeof schemas.admittedDeliveryView>;
  * error envelope otherwise.
  */
 export interface BatchItemReply<T> {
-  messageId: string;
+  /** The item's messageId; null only for an item that failed its schema (400) without a UUID there. */
+  messageId: string | null;
   status: number;
   body: T | { error: { code: string; message: string; requestId: string; details?: unknown } };
 }

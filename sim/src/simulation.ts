@@ -3,6 +3,7 @@ import { openStore, createScratchDatabase } from '@baton/server';
 import { Janitor } from './agents/janitor';
 import { BarrierWorkload } from './barriers';
 import { LimitsWorkload } from './limits';
+import { LeaseWorkload } from './leases';
 import { CoordinationWorkload } from './coordination';
 import { QuotaAgent } from './agents/quota-agent';
 import { MessageSender } from './agents/message-sender';
@@ -117,6 +118,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const barriers = await BarrierWorkload.setUp(server, sim, rng.fork('barriers'));
     const tasks = await TaskWorkload.setUp(server, sim, rng.seed, config.runtimeBugs);
     const limits = await LimitsWorkload.setUp(server, store, sim, new SimRandom(`${rng.seed}/limits`));
+    const leases = await LeaseWorkload.setUp(server, sim, new SimRandom(`${rng.seed}/leases`));
     // Claims, timers and runs go to a second server process on the same store, with streams of its
     // own (ids, network, agents, restarts), so the rest of the run moves only through the shared
     // sweep (the main server fires their timers and finishes their cascades, drawing ids as it goes).
@@ -140,6 +142,9 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     for (const agent of agents) agent.start();
     for (const agent of barriers.agents(countOf(weights, 'barrier'))) agent.start();
     for (const agent of limits.agents(new Network(scheduler, rng.fork('limits-network'), sim.faults, server, trace), countOf(weights, 'limited'))) agent.start();
+    // The agents-at-once part: streams of its own, and steps not among the run's --steps, so the rest of the run is as before.
+    const leaseNetwork = new Network(scheduler.uncounted(), new SimRandom(`${rng.seed}/leases-network`), sim.faults, server, trace);
+    for (const agent of leases.agents(leaseNetwork, new SimRandom(`${rng.seed}/leases-agents`), countOf(weights, 'limited'))) agent.start();
     const coordinationNetwork = new Network(scheduler.uncounted(), new SimRandom(`${rng.seed}/coordination-network`), sim.faults, coordinationServer, trace);
     const coordinationCounts = { claim: countOf(weights, 'claim'), timer: countOf(weights, 'timer'), run: countOf(weights, 'run') };
     for (const agent of coordination.agents(coordinationNetwork, new SimRandom(`${rng.seed}/coordination-agents`), coordinationCounts)) agent.start();
@@ -159,6 +164,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       ledger.violations.push(...(await checkStep(rawStore, tenant.spaceId, stepBudgetIds)));
       ledger.violations.push(...(await tasks.checkStep(rawStore)));
       ledger.violations.push(...(await barriers.checkStep(rawStore)));
+      ledger.violations.push(...(await leases.checkStep(rawStore, scheduler.now(), server.startsMs)));
     }
     phase = 'liveness';
     trace.add(scheduler.now(), 'liveness phase: faults off');

@@ -249,10 +249,62 @@ describe.each(storeTargets())('batch routes over HTTP on $name', (target) => {
     expectStatus(await server.api('POST', `/mailboxes/${unknownId}/messages/send-batch`, { body: { messages: [{ scopeId, payload: 1 }] }, idem: idem() }), 404);
   });
 
-  it('refuses a batch of no items, of more than 100, and a maxTasks out of 1..100 (400)', async () => {
+  it('submit-batch: an item that fails POST /tasks\'s schema answers that route\'s 400 by itself, paths relative to the item; its neighbours are applied', async () => {
+    const box = await newBox();
+    const good = (n: number) => ({ scopeId, mailboxId: box, taskKey: `batch-judged-${tag()}-${n}`, input: { n } });
+    const bad = { scopeId: 'not-a-uuid', mailboxId: box, input: 1, workLimit: '' };
+    const res = await server.api('POST', '/tasks/submit-batch', { body: { tasks: [good(1), bad, good(2)] }, idem: idem() });
+    expectStatus(res, 200);
+    expect(res.body.items.map((i: { status: number }) => i.status)).toEqual([201, 400, 201]);
+    const single = await server.api('POST', '/tasks', { body: bad, idem: idem() });
+    expectStatus(single, 400);
+    const { requestId: _single, ...singleError } = single.body.error;
+    expect(res.body.items[1].body.error).toEqual({ ...singleError, requestId: res.headers['x-request-id'] });
+    expect(singleError.details.map((d: { path: string }) => d.path)).toEqual(expect.arrayContaining(['body.scopeId', 'body.taskKey']));
+    const admittedNow = await admitBatch(box, 10);
+    expect(admittedNow.body.items.map((d: Delivery) => d.taskId)).toEqual([res.body.items[0].body.taskId, res.body.items[2].body.taskId]);
+  });
+
+  it('send-batch of 100 with one malformed message in the middle sends the other 99 in order, and a replay answers the whole reply', async () => {
+    const box = (await server.api('POST', '/mailboxes', { body: { name: `batch-hundred-${tag()}`, backlogLimit: 1_000 }, idem: idem() })).body.id;
+    const messages: unknown[] = Array.from({ length: 100 }, (_, i) => ({ scopeId, payload: i }));
+    messages[50] = { payload: 50, workKey: 7 };
+    const key = idem();
+    const res = await server.api('POST', `/mailboxes/${box}/messages/send-batch`, { body: { messages }, idem: key });
+    expectStatus(res, 200);
+    const statuses = res.body.items.map((i: { status: number }) => i.status);
+    expect(statuses).toEqual(Array.from({ length: 100 }, (_, i) => (i === 50 ? 400 : 201)));
+    expect(res.body.items[50].body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: expect.arrayContaining([expect.objectContaining({ path: 'body.scopeId' }), expect.objectContaining({ path: 'body.workKey' })]) });
+    const ready = (await server.api('GET', `/mailboxes/${box}/messages?state=READY&limit=100`)).body.items;
+    expect(ready.map((m: { payload: unknown }) => m.payload)).toEqual(Array.from({ length: 100 }, (_, i) => i).filter((i) => i !== 50));
+    const again = await server.api('POST', `/mailboxes/${box}/messages/send-batch`, { body: { messages }, idem: key });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(res.body);
+    expect((await server.api('GET', `/mailboxes/${box}/messages?state=READY&limit=100`)).body.items).toHaveLength(99);
+  });
+
+  it('complete-, nack- and renew-batch: a malformed item answers its own 400 with the messageId it named (null when it named no UUID)', async () => {
+    const box = await newBox();
+    await submit(box);
+    await submit(box);
+    const [d1, d2] = await admitted(box, 2);
+    const renewed = await server.api('POST', '/messages/renew-batch', {
+      body: { items: [{ messageId: d1!.messageId, token: d1!.token, leaseSeconds: 0 }, { messageId: d2!.messageId, token: d2!.token }] },
+    });
+    expect(renewed.body.items.map((i: { status: number }) => i.status)).toEqual([400, 200]);
+    expect(renewed.body.items[0]).toMatchObject({ messageId: d1!.messageId, body: { error: { code: 'VALIDATION_FAILED', details: [expect.objectContaining({ path: 'body.leaseSeconds' })] } } });
+    const nacked = await server.api('POST', '/messages/nack-batch', { body: { items: [{ messageId: d1!.messageId, token: d1!.token }, { messageId: 'nope', token: d2!.token, retry: true }] } });
+    expect(nacked.body.items.map((i: { messageId: string | null; status: number }) => [i.messageId, i.status])).toEqual([[d1!.messageId, 400], [null, 400]]);
+    expect(nacked.body.items[1].body.error.details).toEqual([expect.objectContaining({ path: 'body.messageId' })]);
+    const done = await server.api('POST', '/messages/complete-batch', { body: { items: [{ messageId: d1!.messageId.toUpperCase() }, { messageId: d1!.messageId, token: d1!.token }, { messageId: d2!.messageId, token: d2!.token }] } });
+    expect(done.body.items.map((i: { messageId: string; status: number }) => [i.messageId, i.status])).toEqual([[d1!.messageId, 400], [d1!.messageId, 200], [d2!.messageId, 200]]);
+    expect((await task(d1!.taskId)).state).toBe('SUCCEEDED');
+  });
+
+  it('refuses a batch of no items, of more than 100, of items that are not objects, and a maxTasks out of 1..100 (400)', async () => {
     const box = await newBox();
     const item = { messageId: unknownId, token: 'x' };
-    for (const items of [[], Array.from({ length: 101 }, () => item)]) {
+    for (const items of [[], Array.from({ length: 101 }, () => item), [item, 1], [item, [item]], [null], 'x']) {
       const res = await server.api('POST', '/messages/complete-batch', { body: { items } });
       expectStatus(res, 400);
       expect(res.body.error.code).toBe('VALIDATION_FAILED');

@@ -122,6 +122,18 @@ describe('the OpenAPI document and /docs', () => {
     }
   });
 
+  it('describes each batch item in its single route\'s shape, though a batch takes any objects and judges each alone', () => {
+    const bodyOf = (path: string): Json => doc.paths[`/v1/spaces/{spaceId}${path}`].post.requestBody.content['application/json'].schema;
+    const single = bodyOf('/tasks');
+    const submitItems = bodyOf('/tasks/submit-batch').properties.tasks;
+    expect(submitItems).toMatchObject({ type: 'array', minItems: 1, maxItems: 100 });
+    expect(submitItems.items).toEqual(single);
+    expect(bodyOf('/mailboxes/{id}/messages/send-batch').properties.messages.items).toEqual(bodyOf('/mailboxes/{id}/messages'));
+    for (const [batch, field] of [['complete', 'token'], ['nack', 'retry'], ['renew', 'leaseSeconds']]) {
+      expect(Object.keys(bodyOf(`/messages/${batch}-batch`).properties.items.items.properties), batch).toEqual(expect.arrayContaining(['messageId', field]));
+    }
+  });
+
   it('answers GET /docs with the HTML reference, without a key', async () => {
     const res = await server.baton.app.inject({ method: 'GET', url: '/docs' });
     expect(res.statusCode).toBe(200);

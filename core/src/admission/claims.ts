@@ -37,6 +37,8 @@ export class Shortages {
   /** The kinds found short: what a blocked admit reports (the server counts them for metrics). */
   readonly kinds = new Set<ResourceKind>();
   retryAtMs: number | null = null;
+  /** A candidate was passed over, or no more asked for, because the plan's agents at once had no leases left for it (LeaseRoom). */
+  leasesShort = false;
 
   knownShort(r: DeliveryRequirements): boolean {
     const isShort = (key: string, amount: bigint): boolean => {

@@ -29,6 +29,29 @@ export interface ClaimedResources {
 export const resourceKinds = ['pool', 'allowance', 'budget', 'work_limit'] as const;
 export type ResourceKind = (typeof resourceKinds)[number];
 
+/**
+ * The leases a claim may still hand out under the plan's agents at once (decisions §9: each
+ * claimed delivery and each pool unit granted with it is a live lease). The server keeps the count
+ * in memory (server/src/limits/lease-hold.ts) and has already set aside at least one delivery's.
+ * Admission takes what a candidate with requirements would hand out before claiming it and passes
+ * it over, as if short, when it cannot; admit-batch takes its tokens' leases before it asks for
+ * candidates, and gives back those no candidate was claimed with.
+ */
+export interface LeaseRoom {
+  /** How many leases are left to take now. */
+  left(): number;
+  /** Takes `n` leases if that many are left, else none: whether it took them. */
+  take(n: number): boolean;
+  /** Gives back leases taken for claims that did not happen. */
+  giveBack(n: number): void;
+}
+
+/** No limit: every take succeeds (a plan without agents at once, and callers outside a request). */
+export const unlimitedLeases: LeaseRoom = { left: () => Number.POSITIVE_INFINITY, take: () => true, giveBack: () => undefined };
+
+/** The leases a delivery's admission hands out: the delivery itself and each pool unit granted with it. */
+export const leasesOf = (r: DeliveryRequirements | null): number => 1 + (r?.pools ?? []).reduce((sum, p) => sum + p.units, 0);
+
 export const hasRequirements = (r: DeliveryRequirements): boolean =>
   r.pools.length > 0 || r.quotas.length > 0 || r.budgets.length > 0 || r.workLimit !== null;
 

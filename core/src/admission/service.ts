@@ -12,7 +12,7 @@ import { together } from '../store/together';
 import type { Task } from '../tasks/model';
 import { isoFromMs } from '../time';
 import { claimResources, Shortages } from './claims';
-import { maxCandidatesPerAdmit, type ResourceKind } from './model';
+import { maxCandidatesPerAdmit, leasesOf, unlimitedLeases, type LeaseRoom, type ResourceKind } from './model';
 import { maxKeptSavepoints } from '../batches/items';
 import { claimedView } from './views';
 
@@ -39,9 +39,20 @@ export interface AdmitAttempt {
    * count blocked admissions from it.
    */
   blockedBy: ResourceKind[];
+  /**
+   * When nothing was admitted: whether a candidate was passed over because `leases` (the plan's
+   * agents at once) had too few left for it and its pool units. The route answers
+   * CONCURRENCY_LIMITED then.
+   */
+  leasesShort: boolean;
 }
 
-export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttempt> {
+/**
+ * `leases`: what the plan's agents at once leaves (LeaseRoom). The caller has set aside one
+ * delivery's lease, so a candidate that needs nothing is always claimed; one with requirements
+ * takes its leases (itself and its pool units) when tried.
+ */
+export async function admit(ctx: OpContext, body: AdmitBody, leases: LeaseRoom = unlimitedLeases): Promise<AdmitAttempt> {
   const { token, tokenHash } = newToken(ctx.random);
   const inScope: ClaimRequest = {
     spaceId: ctx.spaceId,
@@ -65,13 +76,13 @@ export async function admit(ctx: OpContext, body: AdmitBody): Promise<AdmitAttem
   let candidate = first ?? (scopeIds.length > 1 ? await ctx.tx.messages.claimCandidate({ ...request, afterSeq: 0 }) : undefined);
   for (let examined = 1; candidate !== undefined; examined++) {
     if (candidate.claimed) return admitted(ctx, candidate.message, token, [], body.scopeId, { task: candidate.task });
-    const delivery = await tryCandidate(ctx, candidate.message, request, shortages);
+    const delivery = await tryCandidate(ctx, candidate.message, request, shortages, leases);
     if (delivery) return admitted(ctx, delivery.message, token, delivery.events, body.scopeId, undefined, delivery.task);
     // A candidate is claimed when it needs nothing: only ask for one that will be examined.
     if (examined >= maxCandidatesPerAdmit) break;
     candidate = await ctx.tx.messages.claimCandidate({ ...request, afterSeq: candidate.message.seq });
   }
-  return { delivery: undefined, wakeTopics: [...readyTopicsOf(body.mailboxId, scopeIds, ['task']), ...shortages.topics], retryAtMs: shortages.retryAtMs, blockedBy: [...shortages.kinds] };
+  return { delivery: undefined, ...notAdmitted(body, scopeIds, shortages) };
 }
 
 /** What one admit-batch try admitted, in FIFO order; when nothing, what the long poll waits on (as AdmitAttempt). */
@@ -80,6 +91,12 @@ export interface AdmitManyAttempt {
   wakeTopics: string[];
   retryAtMs: number | null;
   blockedBy: ResourceKind[];
+  leasesShort: boolean;
+}
+
+/** An attempt that admitted nothing: what could change that, for the long poll, and what blocked it. */
+function notAdmitted(body: AdmitBody, scopeIds: string[], shortages: Shortages) {
+  return { wakeTopics: [...readyTopicsOf(body.mailboxId, scopeIds, ['task']), ...shortages.topics], retryAtMs: shortages.retryAtMs, blockedBy: [...shortages.kinds], leasesShort: shortages.leasesShort };
 }
 
 /**
@@ -90,8 +107,11 @@ export interface AdmitManyAttempt {
  * asked for each time, so the batch never admits more. Every admission's events are appended in
  * one statement. Examines at most maxCandidatesPerAdmit candidates beyond those it admits, and
  * admits at most maxKeptSavepoints deliveries that claim resources (each keeps a savepoint).
+ * Each ask takes its tokens' leases from `leases` first (a candidate that needs nothing is
+ * claimed by the asking) and gives back those not claimed with; a candidate with requirements
+ * takes its own when tried, as admit's. Asks no more than `leases` has left.
  */
-export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: number): Promise<AdmitManyAttempt> {
+export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: number, leases: LeaseRoom = unlimitedLeases): Promise<AdmitManyAttempt> {
   assert(Number.isInteger(maxTasks) && maxTasks >= 1, `admit-batch of ${maxTasks}`);
   const base = {
     spaceId: ctx.spaceId,
@@ -102,13 +122,18 @@ export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: numbe
     nowMs: ctx.nowMs,
   };
   const newTokens = (n: number) => Array.from({ length: n }, () => newToken(ctx.random));
-  let tokens = newTokens(maxTasks);
+  let tokens = newTokens(Math.min(maxTasks, leases.left()));
+  const took = leases.take(tokens.length);
+  assert(tokens.length >= 1 && took, 'admit-batch: no lease set aside for its first delivery');
   const [{ scopeIds }, first] = await together(
     receivableMailbox(ctx.tx, ctx.spaceId, body.mailboxId, body.holder, body.scopeId),
     ctx.tx.messages.claimCandidates({ ...base, scopeIds: [body.scopeId], tokenHashes: tokens.map((t) => t.tokenHash), afterSeq: 0, unlessGated: true }),
   );
   const ask = (afterSeq: number) => ctx.tx.messages.claimCandidates({ ...base, scopeIds, tokenHashes: tokens.map((t) => t.tokenHash), afterSeq });
   let candidates = first.length > 0 || scopeIds.length === 1 ? first : await ask(0);
+  /** Keeps the leases of the candidates an ask claimed: the rest of its tokens' go back. */
+  const keepClaimed = () => leases.giveBack(tokens.length - candidates.filter((c) => c.claimed).length);
+  keepClaimed();
   const shortages = new Shortages();
   const deliveries: AdmittedDeliveryView[] = [];
   const events: NewEvent[] = [];
@@ -128,7 +153,7 @@ export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: numbe
       const taken = candidate.claimed
         ? await admittedDelivery(ctx, candidate.message, token.token, [], body.scopeId, { task: candidate.task })
         : room
-          ? await admittedWithResources(ctx, candidate.message, { ...base, scopeIds, tokenHash: token.tokenHash }, shortages, token.token, body.scopeId)
+          ? await admittedWithResources(ctx, candidate.message, { ...base, scopeIds, tokenHash: token.tokenHash }, shortages, leases, token.token, body.scopeId)
           : undefined;
       if (!taken) {
         passedOver++;
@@ -141,17 +166,23 @@ export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: numbe
     }
     const wanted = maxTasks - deliveries.length;
     if (wanted === 0 || candidates.length < tokens.length || passedOver >= maxCandidatesPerAdmit || kept >= maxKeptSavepoints) break;
-    tokens = newTokens(wanted);
+    const room = Math.min(wanted, leases.left());
+    if (room === 0 || !leases.take(room)) {
+      shortages.leasesShort = true;
+      break;
+    }
+    tokens = newTokens(room);
     candidates = await ask(candidates.at(-1)!.message.seq);
+    keepClaimed();
   }
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
-  if (deliveries.length > 0) return { deliveries, wakeTopics: [], retryAtMs: null, blockedBy: [] };
-  return { deliveries, wakeTopics: [...readyTopicsOf(body.mailboxId, scopeIds, ['task']), ...shortages.topics], retryAtMs: shortages.retryAtMs, blockedBy: [...shortages.kinds] };
+  if (deliveries.length > 0) return { deliveries, wakeTopics: [], retryAtMs: null, blockedBy: [], leasesShort: false };
+  return { deliveries, ...notAdmitted(body, scopeIds, shortages) };
 }
 
 /** A candidate with requirements, tried as admit tries it: its admission, or undefined when a resource is short. */
-async function admittedWithResources(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages, token: string, scopeId: string) {
-  const delivery = await tryCandidate(ctx, candidate, request, shortages);
+async function admittedWithResources(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages, leases: LeaseRoom, token: string, scopeId: string) {
+  const delivery = await tryCandidate(ctx, candidate, request, shortages, leases);
   return delivery && admittedDelivery(ctx, delivery.message, token, delivery.events, scopeId, undefined, delivery.task);
 }
 
@@ -160,9 +191,15 @@ async function admittedWithResources(ctx: OpContext, candidate: Message, request
  * claimed and no resource lock kept, when one is short. A candidate needing as much of a
  * resource as an earlier one found short is passed over without touching the store.
  */
-async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages): Promise<{ message: Message; events: NewEvent[]; task: Task | undefined } | undefined> {
+async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages, leases: LeaseRoom): Promise<{ message: Message; events: NewEvent[]; task: Task | undefined } | undefined> {
   assert(candidate.state === 'READY' && candidate.requirements !== null, `candidate ${candidate.id} is ${candidate.state}`);
   if (shortages.knownShort(candidate.requirements)) return undefined;
+  // Its leases (itself and its pool units) are taken before it is claimed, given back if the claim fails.
+  const units = leasesOf(candidate.requirements);
+  if (!leases.take(units)) {
+    shortages.leasesShort = true;
+    return undefined;
+  }
   let result: { message: Message; events: NewEvent[]; task: Task | undefined } | undefined;
   await ctx.tx.savepoints.attempt(async () => {
     // The candidate's task is read under the candidate's lock, in the round trip of the claims.
@@ -173,6 +210,7 @@ async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRe
     result = { message, events: taken.events, task };
     return true;
   });
+  if (!result) leases.giveBack(units);
   return result;
 }
 
@@ -184,7 +222,7 @@ async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRe
 async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[], scopeId: string, movedWithClaim?: { task: Task | undefined }, loaded?: Task): Promise<AdmitAttempt> {
   const { delivery, events } = await admittedDelivery(ctx, message, token, resourceEvents, scopeId, movedWithClaim, loaded);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
-  return { delivery, wakeTopics: [], retryAtMs: null, blockedBy: [] };
+  return { delivery, wakeTopics: [], retryAtMs: null, blockedBy: [], leasesShort: false };
 }
 
 /** admitted's reply and events, for a caller that appends the events of several admissions at once. */

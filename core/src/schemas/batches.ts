@@ -20,11 +20,16 @@ export const recvBatchReply = z.object({ items: z.array(deliveryView) }).meta({ 
 
 const messageId = { messageId: uuidInput };
 
-export const completeBatchBody = z.object({ items: items(completeBody.extend(messageId)) });
+/** One item of a delivery batch: its single route's body plus the message it names. */
+export const completeBatchItem = completeBody.extend(messageId);
+export const nackBatchItem = nackBody.extend(messageId);
+export const renewBatchItem = renewBody.extend(messageId);
+
+export const completeBatchBody = z.object({ items: items(completeBatchItem) });
 export type CompleteBatchBody = z.infer<typeof completeBatchBody>;
-export const nackBatchBody = z.object({ items: items(nackBody.extend(messageId)) });
+export const nackBatchBody = z.object({ items: items(nackBatchItem) });
 export type NackBatchBody = z.infer<typeof nackBatchBody>;
-export const renewBatchBody = z.object({ items: items(renewBody.extend(messageId)) });
+export const renewBatchBody = z.object({ items: items(renewBatchItem) });
 export type RenewBatchBody = z.infer<typeof renewBatchBody>;
 
 /** One item of a delivery batch's reply: the status and body its single route would have answered. */
@@ -33,7 +38,7 @@ const deliveryItemReply = <T extends z.ZodType>(ok: T, id: string) =>
     .object({
       items: z.array(
         z.object({
-          messageId: uuid,
+          messageId: uuid.nullable().describe("The item's messageId; null when the item failed its schema without a UUID there"),
           status: z.number().int().describe('The HTTP status the single route would have answered'),
           body: z.union([ok, errorEnvelope]).describe("The single route's reply body: its reply, or the error envelope"),
         }),

@@ -7,6 +7,7 @@ import type { AppDeps } from './deps';
 import { frameworkErrors, installErrorHandlers } from './error-handler';
 import { installRequestLog } from './request-log';
 import { installJsonParser } from './json-body';
+import { documentedSchema } from './batch-items';
 import { adminRoutes } from './routes/admin';
 import { allowanceRoutes } from './routes/allowances';
 import { barrierRoutes } from './routes/barriers';
@@ -68,7 +69,8 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
       components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
       security: [{ apiKey: [] }],
     },
-    transform: jsonSchemaTransform,
+    // Batch routes validate their items one by one; the document shows the items' shape (batch-items.ts).
+    transform: (input) => jsonSchemaTransform({ ...input, schema: documentedSchema(input.schema) }),
     transformObject: (input) => withRetryAfter(jsonSchemaTransformObject(input)),
   });
   // The rendered reference of the same document; outside /v1/spaces, so no key is needed, and

@@ -1,6 +1,7 @@
 import type { OpContext, ResourceKind } from '@baton/core';
 import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from './deps';
+import type { LeaseHold } from '../limits/lease-hold';
 import { longPollOn, type Wake } from './long-poll';
 import { attemptOperation, type Outcome } from './operation';
 
@@ -11,6 +12,22 @@ export interface ClaimTry {
   retryAtMs?: number | null;
   /** An admit's: the kinds of resource found short when it admitted nothing (metrics count them). */
   blockedBy?: readonly ResourceKind[];
+  /** An admit's: nothing admitted because the plan's agents at once left too few leases for a candidate (itself and its pool units). */
+  leasesShort?: boolean;
+}
+
+/**
+ * Runs a claim call's try with the leases it may hand out held for it (Limits.holdLeases: up to
+ * `wanted` deliveries, CONCURRENCY_LIMITED when none is left), released once the try ended, by
+ * when what it handed out is counted (operation.ts records it on commit).
+ */
+export async function holdingLeases<T>(deps: AppDeps, request: FastifyRequest, wanted: number, work: (hold: LeaseHold) => Promise<T>): Promise<T> {
+  const hold = deps.limits.holdLeases(request.principal!.org, wanted);
+  try {
+    return await work(hold);
+  } finally {
+    hold.release();
+  }
 }
 
 /**
@@ -19,24 +36,34 @@ export interface ClaimTry {
  * Idempotency-Key, decisions §4, so a retry with the key tries again), repeated until it claims or
  * `waitMs` ends. It parks on `firstTopics` (the ready topics of the request's scope) before the
  * first try, then on what each empty try names: the gate scopes below it, the resources found short.
+ * Each try claims at most the deliveries its lease hold allows of `wanted` (`hold.deliveries`), and
+ * a try that admitted nothing for want of leases (a candidate's pool units are leases too)
+ * answers CONCURRENCY_LIMITED.
  */
-export function pollClaim(deps: AppDeps, request: FastifyRequest, required: boolean, waitMs: number, firstTopics: string[], claim: (ctx: OpContext) => Promise<ClaimTry>): Promise<Outcome> {
+export function pollClaim(deps: AppDeps, request: FastifyRequest, required: boolean, waitMs: number, firstTopics: string[], wanted: number, claim: (ctx: OpContext, hold: LeaseHold) => Promise<ClaimTry>): Promise<Outcome> {
   let wake: Wake = { topics: [], atMs: null };
   let blockedBy: readonly ResourceKind[] = [];
+  let leasesShort = false;
   const attempt = async (): Promise<Outcome> => {
     blockedBy = [];
-    const outcome = await attemptOperation(
-      deps,
-      request,
-      required,
-      async (ctx) => {
-        const tried = await claim(ctx);
-        wake = { topics: tried.wakeTopics, atMs: tried.retryAtMs ?? null };
-        blockedBy = tried.blockedBy ?? [];
-        return tried.claimed === undefined ? { statusCode: 204, body: undefined } : { statusCode: 200, body: tried.claimed };
-      },
-      (result) => result.statusCode !== 204,
+    leasesShort = false;
+    const outcome = await holdingLeases(deps, request, wanted, (hold) =>
+      attemptOperation(
+        deps,
+        request,
+        required,
+        async (ctx) => {
+          hold.restart();
+          const tried = await claim(ctx, hold);
+          wake = { topics: tried.wakeTopics, atMs: tried.retryAtMs ?? null };
+          blockedBy = tried.blockedBy ?? [];
+          leasesShort = tried.leasesShort ?? false;
+          return tried.claimed === undefined ? { statusCode: 204, body: undefined } : { statusCode: 200, body: tried.claimed };
+        },
+        (result) => result.statusCode !== 204,
+      ),
     );
+    if (outcome.statusCode === 204 && leasesShort) throw deps.limits.concurrencyLimited(request.principal!.org);
     // Counted once the try has ended, from its last run (a transaction run again reports once).
     if (outcome.statusCode === 204 && blockedBy.length > 0) deps.telemetry.admissionBlocked(blockedBy);
     return outcome;

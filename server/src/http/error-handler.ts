@@ -2,6 +2,7 @@ import { BatonError, type ErrorCode, type ErrorDetail } from '@baton/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { errorTable } from './error-status';
+import { validationFailed } from './validation-error';
 
 export interface ErrorBody {
   error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] };
@@ -53,9 +54,8 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
 function toBatonError(error: FastifyError): BatonError {
   if (error instanceof BatonError) return error;
   if (hasZodFastifySchemaValidationErrors(error)) {
-    const where = error.validationContext ?? 'body';
-    const details = error.validation.map((issue) => ({ path: joinPath(where, issue.instancePath), message: issue.message ?? 'is invalid' }));
-    return new BatonError('VALIDATION_FAILED', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
+    const problems = error.validation.map((issue) => ({ path: issue.instancePath.split('/').filter(Boolean), message: issue.message ?? 'is invalid' }));
+    return validationFailed(error.validationContext ?? 'body', problems);
   }
   switch (error.code) {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -72,9 +72,4 @@ function toBatonError(error: FastifyError): BatonError {
     return new BatonError('VALIDATION_FAILED', error.message);
   }
   return new BatonError('INTERNAL', 'internal error');
-}
-
-function joinPath(where: string, instancePath: string): string {
-  const rest = instancePath.split('/').filter(Boolean).join('.');
-  return rest ? `${where}.${rest}` : where;
 }

@@ -1,4 +1,5 @@
 import { BatonError, effectiveLimits, plantedBugs, nextMinuteMs, nextMonthMs, spaceLimits, type Org, type Space } from '@baton/core';
+import { LeaseHold } from './lease-hold';
 import { RequestRate, type RateTicket } from './request-rate';
 import type { RoutePolicy } from './route-policy';
 import { UsageLedger } from './usage-ledger';
@@ -17,6 +18,8 @@ export interface CallResult {
  * request rates (organization and space, the recovery reserve and the give-backs), Free's monthly
  * operations, agents at once and active tasks. Counts come from this server and, for what other
  * servers did, from LimitsSync, at most one sync interval old; nothing here touches the store.
+ * Agents at once is counted lease by lease: a claim try holds what it may hand out (holdLeases)
+ * until what it did hand out is recorded.
  */
 export class Limits {
   readonly rate = new RequestRate();
@@ -38,9 +41,7 @@ export class Limits {
     }
     if (!policy.read && !policy.recovery) this.checkOperations(org, plan.operationsPerMonth, nowMs);
     const load = this.ledger.loadOf(org.id);
-    if (policy.claims && plan.agentsAtOnce !== null && load.liveLeases + 1 > plan.agentsAtOnce) {
-      throw new BatonError('CONCURRENCY_LIMITED', `the organization holds ${load.liveLeases} leases at once, its plan's limit is ${plan.agentsAtOnce}; retry when some finish`, undefined, loadRetryMs);
-    }
+    if (policy.claims && plan.agentsAtOnce !== null && this.leasesLeft(org.id, plan.agentsAtOnce) < 1) throw this.concurrencyLimited(org);
     if (policy.createsTasks && plan.activeTasks !== null && load.activeTasks + units > plan.activeTasks) {
       throw new BatonError('PLAN_LIMIT_REACHED', `active tasks: the organization has ${load.activeTasks} PENDING or RUNNING, its plan allows ${plan.activeTasks}`, undefined, loadRetryMs);
     }
@@ -50,12 +51,39 @@ export class Limits {
     return ticket;
   }
 
+  /**
+   * What one claim try (recv, admit, a claim, their batches) may hand out, set aside for it: up to
+   * `wanted` deliveries of what the plan's agents at once leaves after the live leases and what
+   * other tries on this server hold, and more as admission takes it for pool units. Throws
+   * CONCURRENCY_LIMITED when not one is left. The caller releases it once the try ended.
+   */
+  holdLeases(org: Org, wanted: number): LeaseHold {
+    const cap = effectiveLimits(org).agentsAtOnce;
+    if (cap === null) return new LeaseHold(wanted, () => Number.POSITIVE_INFINITY, () => undefined);
+    const left = () => this.leasesLeft(org.id, cap);
+    // The planted bug: a batch held as one lease, as if its check were a single call's (decisions §8 says item by item).
+    const deliveries = plantedBugs.has('batch-claims-past-agents-at-once') ? (left() >= 1 ? wanted : 0) : Math.min(wanted, left());
+    if (deliveries < 1) throw this.concurrencyLimited(org);
+    this.ledger.holdLeases(org.id, deliveries);
+    return new LeaseHold(deliveries, left, (leases) => this.ledger.holdLeases(org.id, leases));
+  }
+
+  /** CONCURRENCY_LIMITED with the organization's counts as this server sees them. */
+  concurrencyLimited(org: Org): BatonError {
+    const held = this.ledger.loadOf(org.id).liveLeases + this.ledger.heldLeasesOf(org.id);
+    return new BatonError('CONCURRENCY_LIMITED', `the organization holds ${held} leases at once, its plan's limit is ${effectiveLimits(org).agentsAtOnce}; retry when some finish`, undefined, loadRetryMs);
+  }
+
+  private leasesLeft(orgId: string, agentsAtOnce: number): number {
+    return Math.max(0, agentsAtOnce - this.ledger.loadOf(orgId).liveLeases - this.ledger.heldLeasesOf(orgId));
+  }
+
   /** Counts what a call that ran (not a replay) did: its operations, the leases and tasks it added. */
   record(orgId: string, policy: RoutePolicy, result: CallResult, ticket: RateTicket | undefined, nowMs: number): number {
     const succeeded = itemsSucceeded(result);
     const operations = policy.renews ? 0 : succeeded;
     this.ledger.recordOperations(orgId, operations, nowMs);
-    if (policy.claims) this.ledger.addLoad(orgId, { liveLeases: succeeded });
+    if (policy.claims) this.ledger.addLoad(orgId, { liveLeases: leasesHandedOut(result) });
     if (policy.createsTasks) this.ledger.addLoad(orgId, { activeTasks: itemsCreated(result) });
     if (policy.createsRuns) this.ledger.addLoad(orgId, { activeRuns: itemsCreated(result) });
     if (ticket && policy.renews) this.rate.giveBack(ticket, Math.min(ticket.units, succeeded));
@@ -84,6 +112,18 @@ function itemsSucceeded(result: CallResult): number {
   const items = itemsOf(result.body);
   if (items === undefined) return 1;
   return items.filter((item) => !hasStatus(item) || (item.status >= 200 && item.status < 300)).length;
+}
+
+/** A claim's leases (decisions §9): each delivery claimed and each pool unit admitted with it; a claim's grant is one. */
+function leasesHandedOut(result: CallResult): number {
+  if (result.statusCode < 200 || result.statusCode >= 300 || result.statusCode === 204) return 0;
+  const claimed = itemsOf(result.body) ?? [result.body];
+  return claimed.reduce<number>((sum, item) => sum + 1 + poolUnitsOf(item), 0);
+}
+
+function poolUnitsOf(delivery: unknown): number {
+  const pools = (delivery as { claimed?: { pools?: { units: number }[] } } | null)?.claimed?.pools ?? [];
+  return pools.reduce((sum, pool) => sum + pool.units, 0);
 }
 
 /** 201s: a submit that created its task (200 joined one), or a batch's items that did. */

@@ -22,6 +22,8 @@ export class UsageLedger {
   private readonly synced = new Map<string, { month: string; operations: number }>();
   private readonly loads = new Map<string, OrgLoad>();
   private readonly local = new Map<string, LocalLoad>();
+  /** Leases the claim tries running on this server hold (lease-hold.ts), not yet in the load. */
+  private readonly held = new Map<string, number>();
   private readonly seen = new Map<string, number>();
 
   /** Marks an organization active here: it joins the sync list. */
@@ -57,6 +59,18 @@ export class UsageLedger {
       liveLeases: local.liveLeases + (added.liveLeases ?? 0),
       activeRuns: local.activeRuns + (added.activeRuns ?? 0),
     });
+  }
+
+  /** Adds `leases` to what this server's tries hold for the organization (negative: gives them back). */
+  holdLeases(orgId: string, leases: number): void {
+    const after = (this.held.get(orgId) ?? 0) + leases;
+    assert(Number.isInteger(after) && after >= 0, `${orgId} would hold ${after} leases`);
+    if (after === 0) this.held.delete(orgId);
+    else this.held.set(orgId, after);
+  }
+
+  heldLeasesOf(orgId: string): number {
+    return this.held.get(orgId) ?? 0;
   }
 
   loadOf(orgId: string): OrgLoad {

@@ -1,11 +1,13 @@
 import { admission, deliveryBatches, messageBatches, readyTopicsOf, schemas, taskBatches, type BatonError, type ItemOutcome, type OpContext } from '@baton/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
 import type { AppDeps } from '../deps';
 import { errorTable } from '../error-status';
 import { errorBody } from '../error-handler';
 import { pollClaim } from '../claim-poll';
 import { attemptOperation, sendOutcome, type Outcome } from '../operation';
+import { applyJudged, itemsJudgedAlone, judgeItems, type UnjudgedItem } from '../batch-items';
 import { errorReplies } from './schema-helpers';
 
 const write = { access: { anyOf: ['coordination_write' as const] } };
@@ -14,7 +16,8 @@ const write = { access: { anyOf: ['coordination_write' as const] } };
  * The batch twins of the hot routes (decisions §8; core/src/deliveries/batch.ts,
  * core/src/admission/service.ts admitMany). One transaction and one Idempotency-Key for the whole
  * batch, which a replay answers whole; each item all or nothing by itself and answered with the
- * status and body of its single route.
+ * status and body of its single route. Item batches take any 1 to 100 objects and hold each to
+ * its single route's schema by itself (batch-items.ts): one malformed item answers its own 400.
  */
 export function batchRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
@@ -33,9 +36,9 @@ export function batchRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const first = readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']);
-      const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, async (ctx) => {
-        const { deliveries, wakeTopics, retryAtMs, blockedBy } = await admission.admitMany(ctx, request.body, request.body.maxTasks);
-        return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics, retryAtMs, blockedBy };
+      const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, request.body.maxTasks, async (ctx, hold) => {
+        const { deliveries, wakeTopics, retryAtMs, blockedBy, leasesShort } = await admission.admitMany(ctx, request.body, hold.deliveries, hold);
+        return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics, retryAtMs, blockedBy, leasesShort };
       });
       return sendOutcome(reply, outcome);
     });
@@ -53,8 +56,8 @@ export function batchRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const first = readyTopicsOf(request.params.id, [request.body.scopeId], ['plain', 'task']);
-      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, async (ctx) => {
-        const { deliveries, wakeTopics } = await deliveryBatches.recvMany(ctx, request.params.id, request.body, request.body.maxMessages);
+      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, request.body.maxMessages, async (ctx, hold) => {
+        const { deliveries, wakeTopics } = await deliveryBatches.recvMany(ctx, request.params.id, request.body, hold.deliveries);
         return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics };
       });
       return sendOutcome(reply, outcome);
@@ -72,10 +75,14 @@ export function batchRoutes(deps: AppDeps) {
           'POST /tasks for each task, in order, in one transaction: each item create-or-join by its taskKey (a key an earlier item created is joined), all or nothing by itself, answered with the status (201, 200 or the error\'s) and body POST /tasks would have given. 200 whenever the batch itself is valid.',
         params: schemas.spaceParams,
         headers: schemas.idempotencyHeaders,
-        body: schemas.submitBatchBody,
+        body: itemsJudgedAlone('tasks', schemas.submitBatchBody),
         response: { 200: schemas.submitBatchReply, ...errorReplies(409, 413, 422) },
       },
-    }, async (request, reply) => runBatch(request, reply, true, async (ctx, requestId) => createdReplies(await taskBatches.submitMany(ctx, request.body.tasks), (submitted) => submitted.reply, requestId)));
+    }, async (request, reply) =>
+      runBatch(request, reply, true, async (ctx, requestId) => {
+        const outcomes = await applyJudged(judgeItems(request.body.tasks, schemas.taskSubmitBody), (tasks) => taskBatches.submitMany(ctx, tasks));
+        return createdReplies(outcomes, (submitted) => submitted.reply, requestId);
+      }));
 
     app.post('/mailboxes/:id/messages/send-batch', {
       config: write,
@@ -85,10 +92,15 @@ export function batchRoutes(deps: AppDeps) {
           'POST /mailboxes/{id}/messages for each message, in order, in one transaction: each send all or nothing by itself (its workKey, the backlog limits counting the sends before it), answered with the status (201, 200 or the error\'s) and body the single route would have given. 404 for an unknown mailbox.',
         params: schemas.idParams,
         headers: schemas.idempotencyHeaders,
-        body: schemas.sendBatchBody,
+        body: itemsJudgedAlone('messages', schemas.sendBatchBody),
         response: { 200: schemas.sendBatchReply, ...errorReplies(409, 413, 422) },
       },
-    }, async (request, reply) => runBatch(request, reply, true, async (ctx, requestId) => createdReplies(await messageBatches.sendMany(ctx, request.params.id, request.body.messages), (sent) => sent.view, requestId)));
+    }, async (request, reply) =>
+      runBatch(request, reply, true, async (ctx, requestId) => {
+        // Run even when no item passed: an unknown mailbox is the whole batch's 404.
+        const outcomes = await applyJudged(judgeItems(request.body.messages, schemas.sendBody), (messages) => messageBatches.sendMany(ctx, request.params.id, messages));
+        return createdReplies(outcomes, (sent) => sent.view, requestId);
+      }));
 
     const deliveryBatch = (single: string) => ({
       tags: ['mailboxes', 'batches'],
@@ -99,30 +111,37 @@ export function batchRoutes(deps: AppDeps) {
 
     app.post('/messages/complete-batch', {
       config: write,
-      schema: { ...deliveryBatch('complete'), body: schemas.completeBatchBody, response: { 200: schemas.completeBatchReply, ...errorReplies(409, 413, 422) } },
-    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => itemReplies(request.body.items, await deliveryBatches.completeMany(ctx, request.body.items), requestId)));
+      schema: { ...deliveryBatch('complete'), body: itemsJudgedAlone('items', schemas.completeBatchBody), response: { 200: schemas.completeBatchReply, ...errorReplies(409, 413, 422) } },
+    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => deliveryReplies(request.body.items, schemas.completeBatchItem, (items) => deliveryBatches.completeMany(ctx, items), requestId)));
 
     app.post('/messages/nack-batch', {
       config: write,
-      schema: { ...deliveryBatch('nack'), body: schemas.nackBatchBody, response: { 200: schemas.nackBatchReply, ...errorReplies(409, 422) } },
-    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => itemReplies(request.body.items, await deliveryBatches.nackMany(ctx, request.body.items), requestId)));
+      schema: { ...deliveryBatch('nack'), body: itemsJudgedAlone('items', schemas.nackBatchBody), response: { 200: schemas.nackBatchReply, ...errorReplies(409, 422) } },
+    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => deliveryReplies(request.body.items, schemas.nackBatchItem, (items) => deliveryBatches.nackMany(ctx, items), requestId)));
 
     app.post('/messages/renew-batch', {
       config: write,
-      schema: { ...deliveryBatch('renew'), body: schemas.renewBatchBody, response: { 200: schemas.renewBatchReply, ...errorReplies(409, 422) } },
-    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => itemReplies(request.body.items, await deliveryBatches.renewMany(ctx, request.body.items), requestId)));
+      schema: { ...deliveryBatch('renew'), body: itemsJudgedAlone('items', schemas.renewBatchBody), response: { 200: schemas.renewBatchReply, ...errorReplies(409, 422) } },
+    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => deliveryReplies(request.body.items, schemas.renewBatchItem, (items) => deliveryBatches.renewMany(ctx, items), requestId)));
   };
 }
 
 /** One item of a batch's reply (delivery batches name their message). An error body names the request that ran the batch, as its single route's would (decisions §3). */
 interface ItemReply {
-  messageId?: string;
+  messageId?: string | null;
   status: number;
   body: unknown;
 }
 
-function itemReplies<T>(items: readonly { messageId: string }[], outcomes: readonly ItemOutcome<T>[], requestId: string): ItemReply[] {
-  return outcomes.map((outcome, i) => ({ messageId: items[i]!.messageId, ...(outcome.ok ? { status: 200, body: outcome.value } : itemError(outcome.error, requestId)) }));
+/** A delivery batch's items, each held to `schema` and the valid ones run: each answered with the messageId it named (null when it named no UUID). */
+async function deliveryReplies<I, T>(items: readonly UnjudgedItem[], schema: z.ZodType<I>, run: (valid: I[]) => Promise<ItemOutcome<T>[]>, requestId: string): Promise<ItemReply[]> {
+  const outcomes = await applyJudged(judgeItems(items, schema), run);
+  return outcomes.map((outcome, i) => ({ messageId: messageIdOf(items[i]!), ...(outcome.ok ? { status: 200, body: outcome.value } : itemError(outcome.error, requestId)) }));
+}
+
+function messageIdOf(item: UnjudgedItem): string | null {
+  const parsed = schemas.uuidInput.safeParse(item.messageId);
+  return parsed.success ? parsed.data : null;
 }
 
 /** A submit- or send-batch's items: 201 created or 200 (joined, or the workKey's message), with `bodyOf` the single route's reply. */

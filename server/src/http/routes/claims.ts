@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
 import { runOperation } from '../operation';
+import { holdingLeases } from '../claim-poll';
 import { errorReplies } from './schema-helpers';
 
 const read = { access: { anyOf: ['coordination_read' as const] } };
@@ -40,10 +41,13 @@ export function claimRoutes(deps: AppDeps) {
         response: { 200: schemas.claimGrant, 201: schemas.claimGrant, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => {
-        const { created, grant } = await claims.acquire(ctx, request.body);
-        return { statusCode: created ? 201 : 200, body: grant };
-      }));
+      // A claim is a lease (decisions §9): held for the call, as a recv's.
+      holdingLeases(deps, request, 1, () =>
+        runOperation(deps, request, reply, true, async (ctx) => {
+          const { created, grant } = await claims.acquire(ctx, request.body);
+          return { statusCode: created ? 201 : 200, body: grant };
+        }),
+      ));
 
     app.get('/claims/:id', {
       config: read,

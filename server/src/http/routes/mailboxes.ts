@@ -84,7 +84,7 @@ export function mailboxRoutes(deps: AppDeps) {
     }, async (request, reply) => {
       // Each try is its own transaction; a message that becomes READY in a scope it claims from wakes the next.
       const first = readyTopicsOf(request.params.id, [request.body.scopeId], ['plain', 'task']);
-      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, async (ctx) => {
+      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, 1, async (ctx) => {
         const { delivery, wakeTopics } = await deliveries.recv(ctx, request.params.id, request.body);
         return { claimed: delivery, wakeTopics };
       });
