@@ -1,10 +1,10 @@
-import { BatonError, type ErrorCode, type ErrorDetail } from '@baton/core';
+import { BatonError, type ErrorCode, type ErrorDetails } from '@baton/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { errorTable } from './error-status';
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] };
+  error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetails };
 }
 
 export function errorBody(error: BatonError, requestId: string): ErrorBody {
