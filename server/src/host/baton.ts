@@ -2,7 +2,7 @@ import { LocalNotifier, ManualClock, NotifyingStore, SystemClock, type Clock, ty
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
-import { buildApp } from '../http/app';
+import { buildApp, type HttpTimeouts } from '../http/app';
 import { DrainController, type AppDeps } from '../http/deps';
 import { BackgroundWork } from './background';
 import { defaultDispatcherOptions, WebhookDispatcher, type DispatcherOptions } from '../webhooks/dispatcher';
@@ -59,6 +59,8 @@ export interface BatonOptions {
   webhooks?: Partial<DispatcherOptions>;
   /** How often the limits sync runs once started (limits-sync.ts); tests shorten it. */
   limitsSyncIntervalMs?: number;
+  /** Node's header timeout and how often it is checked; tests shorten them (app.ts). */
+  http?: HttpTimeouts;
 }
 
 /** How long a drain lets in-flight requests finish before it closes their connections. */
@@ -104,7 +106,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     metrics,
   };
   const devCredentials = options.bootstrap ? await bootstrapDev(store, options.clock.now(), random) : undefined;
-  const app = await buildApp(deps, options.logger ?? false);
+  const app = await buildApp(deps, options.logger ?? false, options.http);
   const inFlight = new InFlightRequests();
   inFlight.attach(app.server);
   // Samples with the server's life: from here until drainAndClose (its timer never holds the process).

@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { AppDeps } from './deps';
+import { clientErrorHandler } from './client-errors';
 import { frameworkErrors, installErrorHandlers } from './error-handler';
 import { installRequestLog } from './request-log';
 import { installJsonParser } from './json-body';
@@ -33,9 +34,21 @@ import { runRoutes } from './routes/runs';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
+/** Node's HTTP timeouts; tests shorten them (a slow client's 408 in a second, not in Node's 60 to 90). */
+export interface HttpTimeouts {
+  /** How long a request's headers may take to arrive (Node's headersTimeout; default 60 s). */
+  headersTimeoutMs?: number;
+  /** How often Node looks for requests past it (connectionsCheckingInterval; default 30 s). */
+  timeoutCheckIntervalMs?: number;
+}
+
 /** Builds the Fastify app over injected dependencies; `listen` is the caller's business. */
-export async function buildApp(deps: AppDeps, logger: Logger | false = false): Promise<FastifyInstance> {
+export async function buildApp(deps: AppDeps, logger: Logger | false = false, timeouts: HttpTimeouts = {}): Promise<FastifyInstance> {
   const app = Fastify({
+    http: {
+      ...(timeouts.headersTimeoutMs === undefined ? {} : { headersTimeout: timeouts.headersTimeoutMs }),
+      ...(timeouts.timeoutCheckIntervalMs === undefined ? {} : { connectionsCheckingInterval: timeouts.timeoutCheckIntervalMs }),
+    },
     loggerInstance: (logger || undefined) as FastifyBaseLogger | undefined,
     // A caller's own X-Request-Id is kept when it is sane, so traces join up across services.
     genReqId: (req) => {
@@ -48,6 +61,8 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
     logController: new LogController({ disableRequestLogging: true }),
     // URLs the router refuses before any route (too-long parameter, bad percent-encoding) get the envelope too.
     frameworkErrors,
+    // Requests Node's parser refuses (431, 408, 400) get the envelope and an X-Request-Id too.
+    clientErrorHandler: clientErrorHandler(() => deps.random.uuid()),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

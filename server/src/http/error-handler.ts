@@ -1,6 +1,7 @@
 import { BatonError, type ErrorCode, type ErrorDetails } from '@baton/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { drainBody } from './body-drain';
 import { errorTable } from './error-status';
 
 export interface ErrorBody {
@@ -30,9 +31,11 @@ export function retryAfterSeconds(retryAfterMs: number | undefined): string {
 
 /** Every failure leaves as the envelope; a 5xx never carries a stack trace or SQL. */
 export function installErrorHandlers(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const known = toBatonError(error);
     if (known.code === 'INTERNAL') request.log.error({ err: error }, 'unexpected error');
+    // decisions §11: the 413 goes out once the client has sent its body, so it can read it.
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await drainBody(request.raw);
     return sendError(reply, known);
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, new BatonError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)));
