@@ -24,6 +24,7 @@ export const errorCodes = [
   'OPERATIONS_EXHAUSTED',
   'BACKLOG_FULL',
   'PLAN_LIMIT_REACHED',
+  'UNAVAILABLE',
   'INTERNAL',
 ] as const;
 
@@ -50,7 +51,7 @@ export class BatonError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: ErrorDetails,
-    /** For a 429: how long until the call can pass (decisions §9); the server sends it as Retry-After. */
+    /** For a 429 or 503: how long until the call can pass (decisions §9); the server sends it as Retry-After. */
     readonly retryAfterMs?: number,
   ) {
     super(message);

@@ -1,4 +1,4 @@
-import { allowances, budgets, claims, deliveries, groups, runs, timers, type Clock, type Random, type Store } from '@baton/core';
+import { allowances, budgets, claims, deliveries, groups, runs, StoreUnavailable, timers, type Clock, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { replayWindowMs } from '../http/operation';
 import { RetentionSweep } from './retention';
@@ -87,7 +87,10 @@ export class BackgroundWork {
     if (this.stopped) return;
     this.cancel = this.clock.schedule(this.intervalMs, () => {
       this.runDue()
-        .catch((err: unknown) => this.logger?.error({ err }, 'background sweep failed; retrying next interval'))
+        // A store out of reach is logged once by store-outage.ts, not here every interval.
+        .catch((err: unknown) => {
+          if (!(err instanceof StoreUnavailable)) this.logger?.error({ err }, 'background sweep failed; retrying next interval');
+        })
         .finally(() => this.arm());
     });
   }

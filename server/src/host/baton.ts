@@ -14,6 +14,7 @@ import { noTelemetry } from '../http/telemetry';
 import { BatonMetrics } from '../metrics/baton-metrics';
 import type { CensusOptions } from '../metrics/census-sampler';
 import { Limits } from '../limits/limits';
+import { StoreOutage } from '../store/store-outage';
 import { defaultSyncIntervalMs, LimitsSync } from '../limits/limits-sync';
 
 export interface Baton {
@@ -77,7 +78,10 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     : undefined;
   // Every commit wakes the long polls waiting on what it changed (core/src/notifier.ts), and
   // hands its events to the metrics, which count from them.
-  const store = new NotifyingStore(options.store, notifier, metrics?.observeCommit);
+  // Every call the server makes to the store tells whether it can be reached (store-outage.ts):
+  // an outage is logged once, and /readyz says why.
+  const storeOutage = new StoreOutage(options.logger);
+  const store = new NotifyingStore(storeOutage.watch(options.store), notifier, metrics?.observeCommit);
   const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs);
   const webhookOptions: DispatcherOptions = { secretKey: undefined, allowPrivate: false, ...defaultDispatcherOptions, observer: metrics?.webhooks, ...options.webhooks };
   const webhooks = new WebhookDispatcher(store, options.clock, random, options.logger, webhookOptions, notifier);
@@ -104,6 +108,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     webhooks: { secretKey: webhookOptions.secretKey, allowPrivate: webhookOptions.allowPrivate },
     telemetry: metrics?.telemetry ?? noTelemetry,
     metrics,
+    storeOutage,
   };
   const devCredentials = options.bootstrap ? await bootstrapDev(store, options.clock.now(), random) : undefined;
   const app = await buildApp(deps, options.logger ?? false, options.http);

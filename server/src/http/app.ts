@@ -1,3 +1,4 @@
+import { BatonError } from '@baton/core';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -34,6 +35,9 @@ import { runRoutes } from './routes/runs';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
+const servedWhileDraining = new Set(['/healthz', '/readyz']);
+const draining = new BatonError('UNAVAILABLE', 'the server is draining (shutting down); retry after Retry-After seconds with the same Idempotency-Key');
+
 /** Node's HTTP timeouts; tests shorten them (a slow client's 408 in a second, not in Node's 60 to 90). */
 export interface HttpTimeouts {
   /** How long a request's headers may take to arrive (Node's headersTimeout; default 60 s). */
@@ -68,6 +72,9 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false, ti
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    // decisions §3: a draining server takes no new call (one on a connection still open, or an
+    // inject); requests already running finish. Health checks still answer: /readyz says why.
+    if (deps.drain.draining && !servedWhileDraining.has(request.routeOptions.url ?? '')) throw draining;
   });
   installErrorHandlers(app);
   installJsonParser(app);
@@ -122,20 +129,21 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false, ti
   return app;
 }
 
-/** decisions §9: every 429 carries Retry-After; zod response schemas describe bodies only, so the header is added here. */
+/** decisions §3 and §9: every 429 and 503 carries Retry-After; zod response schemas describe bodies only, so the header is added here. */
 function withRetryAfter<T>(document: T): T {
   const paths = (document as { paths?: Record<string, Record<string, { responses?: Record<string, { headers?: object }> }>> }).paths ?? {};
   for (const operations of Object.values(paths)) {
     for (const operation of Object.values(operations)) {
-      const tooMany = operation.responses?.['429'];
-      if (!tooMany) continue;
-      tooMany.headers = {
-        'Retry-After': {
-          description: 'Whole seconds (at least 1) until the call can pass: to the window or cooldown end for QUOTA_EXHAUSTED, the next minute for rate limits, the next month for OPERATIONS_EXHAUSTED, else 1.',
-          schema: { type: 'integer', minimum: 1 },
-        },
-      };
+      for (const [status, description] of Object.entries(retryAfterDescriptions)) {
+        const response = operation.responses?.[status];
+        if (response) response.headers = { 'Retry-After': { description, schema: { type: 'integer', minimum: 1 } } };
+      }
     }
   }
   return document;
 }
+
+const retryAfterDescriptions: Record<string, string> = {
+  429: 'Whole seconds (at least 1) until the call can pass: to the window or cooldown end for QUOTA_EXHAUSTED, the next minute for rate limits, the next month for OPERATIONS_EXHAUSTED, else 1.',
+  503: 'Whole seconds (at least 1) before trying again (UNAVAILABLE: the store cannot be reached, or the server is draining). Retry with the same Idempotency-Key: the write may or may not have committed.',
+};
