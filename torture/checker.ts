@@ -4,6 +4,7 @@ import { checkBudgets } from './checks/budgets';
 import { checkClaims } from './checks/claims';
 import { checkJournal } from './checks/journal';
 import { checkLeases } from './checks/leases';
+import { checkOutage } from './checks/outage';
 import type { Snapshot } from './checks/snapshot';
 import { checkTasks } from './checks/tasks';
 
@@ -15,6 +16,7 @@ export const checks = {
   'budgets conserve; no settle applied twice': checkBudgets,
   'allowances never grant beyond a window': checkAllowances,
   'acknowledged events journaled; readers skip none': checkJournal,
+  'a store outage answers 503 UNAVAILABLE with Retry-After': (h: History) => checkOutage(h),
 } satisfies Record<string, (history: History, snapshot: Snapshot) => string[]>;
 
 export interface CheckResult {
