@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ProcessBug } from '@baton/core';
-import { checkLogs, checkRun, readSnapshot, type CheckResult } from './checker';
+import { checkLogs, checkOutageLogs, checkRun, readSnapshot, type CheckResult } from './checker';
 import { adminToken, clientProcess, fleet, freePort, serverProcess, waitReady } from './cluster';
 import { faultSchedule, storeFaults, type Fault, type FaultKind } from './faults';
 import { HistoryWriter, readHistory } from './history';
@@ -87,7 +87,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
     const history = readHistory(historyDir);
     const snapshot = await readSnapshot({ origin: origins[0]!, ...base });
     await Promise.all(servers.list.map((s) => s.process.stop()));
-    const results = [...checkRun(history, snapshot), checkLogs(serverLogs(servers, logDir), [adminToken, base.apiKey, databasePassword])];
+    const logs = serverLogs(servers, logDir);
+    const results = [...checkRun(history, snapshot), checkLogs(logs, [adminToken, base.apiKey, databasePassword]), checkOutageLogs(logs)];
     const violations = results.reduce((n, r) => n + r.violations.length, 0);
     const operations = history.calls.filter((c) => c.status !== undefined && c.status < 300).length;
     return { seed: options.seed, store: options.store, operations, calls: history.calls.length, faults, unavailable: unavailableDuringOutages(history), results, violations, workDir };

@@ -6,6 +6,7 @@ import { checkClaims } from './claims';
 import { checkJournal } from './journal';
 import { checkLeases } from './leases';
 import { checkOutage } from './outage';
+import { checkOutageLogs } from '../checker';
 import type { Snapshot } from './snapshot';
 import { checkTasks } from './tasks';
 
@@ -176,5 +177,14 @@ describe('checkOutage', () => {
 
   it('names an outage in which no client saw a 503 (a 503 sent before it began does not count)', () => {
     expect(checkOutage(history([answered(100, 503, unavailable, '1')], [outage(500, 3_000)]))).toEqual([expect.stringContaining('no client saw a 503 while PostgreSQL was down')]);
+  });
+});
+
+describe('checkOutageLogs', () => {
+  it('passes an outage logged once each way, and names a StoreUnavailable logged with its stack', () => {
+    const once = ['{"level":40,"reason":"connection refused (ECONNREFUSED)","msg":"store unreachable: calls answer 503 UNAVAILABLE until it answers again"}', '{"level":30,"msg":"store answers again"}'].join('\n');
+    expect(checkOutageLogs(new Map([['server0', once]])).violations).toEqual([]);
+    const again = `${once}\n{"level":40,"err":{"type":"StoreUnavailable","message":"the store cannot be reached","stack":"StoreUnavailable: ..."},"msg":"limits sync failed"}`;
+    expect(checkOutageLogs(new Map([['server0', again]])).violations).toEqual([expect.stringContaining("server0's log holds 1 line(s) with a StoreUnavailable error")]);
   });
 });
