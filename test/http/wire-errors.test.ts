@@ -18,8 +18,7 @@ describe('errors on the wire (a listening server, real sockets)', () => {
   let box: string;
 
   beforeAll(async () => {
-    // Short header timeouts, so a slow client is refused in a second rather than Node's 60 to 90.
-    baton = await createBaton({ store: new MemoryStore(), clock: new SystemClock(), random: new SeededRandom(5), adminToken, http: { headersTimeoutMs: 500, timeoutCheckIntervalMs: 100 } });
+    baton = await createBaton({ store: new MemoryStore(), clock: new SystemClock(), random: new SeededRandom(5), adminToken });
     await baton.app.listen({ port: 0, host: '127.0.0.1' });
     port = (baton.app.server.address() as AddressInfo).port;
     const admin = async (url: string, body: object) =>
@@ -106,10 +105,18 @@ describe('errors on the wire (a listening server, real sockets)', () => {
   });
 
   it('answers a client that never finishes its headers with 408 in the envelope and an X-Request-Id', async () => {
-    const reply = await rawExchange(port, ['GET /healthz HTTP/1.1\r\nHost: x\r\n']);
-    expect(reply.status).toBe(408);
-    expect(reply.headers['x-request-id']).toBeTruthy();
-    expect(reply.body.error).toMatchObject({ code: 'VALIDATION_FAILED', requestId: reply.headers['x-request-id'] });
+    // A server of its own with short header timeouts, so a slow client is refused in a second
+    // rather than in Node's 60 to 90 (and the big uploads above are not cut on a busy machine).
+    const impatient = await createBaton({ store: new MemoryStore(), clock: new SystemClock(), random: new SeededRandom(6), http: { headersTimeoutMs: 500, timeoutCheckIntervalMs: 100 } });
+    await impatient.app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const reply = await rawExchange((impatient.app.server.address() as AddressInfo).port, ['GET /healthz HTTP/1.1\r\nHost: x\r\n']);
+      expect(reply.status).toBe(408);
+      expect(reply.headers['x-request-id']).toBeTruthy();
+      expect(reply.body.error).toMatchObject({ code: 'VALIDATION_FAILED', requestId: reply.headers['x-request-id'] });
+    } finally {
+      await impatient.drainAndClose();
+    }
   });
 
   it('answers bytes that are not HTTP with 400 in the envelope and an X-Request-Id', async () => {
