@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SeededRandom, SystemClock, type LocalNotifier } from '@baton/core';
 import { createBaton } from '@baton/server/host/baton';
+import { DrainController } from '@baton/server/http/deps';
 
 /** SIGTERM's drain on a listening server: clients that hold connections open must not hold it. */
 describe('draining a listening server', () => {
@@ -25,6 +26,23 @@ describe('draining a listening server', () => {
     if (send) s.write(send);
     return s;
   };
+
+  it('answers a call that reaches it once draining has begun with 503 UNAVAILABLE and Retry-After (was served as usual); health checks still answer', async () => {
+    const { baton, key, base } = await start();
+    const spaceUrl = new URL(base).pathname;
+    // The drain's first step, alone: the app is not closed yet, so inject still reaches it, as a
+    // call on a connection still open would.
+    (baton.deps.drain as DrainController).start();
+    const reply = await baton.app.inject({ method: 'GET', url: `${spaceUrl}/mailboxes`, headers: { authorization: `Bearer ${key}` } });
+    expect(reply.statusCode).toBe(503);
+    expect(reply.headers['retry-after']).toBe('1');
+    expect(reply.json().error).toMatchObject({ code: 'UNAVAILABLE', requestId: reply.headers['x-request-id'] });
+    expect((await baton.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    const ready = await baton.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json()).toMatchObject({ status: 'draining' });
+    await baton.drainAndClose();
+  });
 
   it('ends at once although a client holds a connection it never used and another sends half a request', async () => {
     const { baton, port } = await start();

@@ -18,17 +18,20 @@ afterAll(() => {
 });
 
 describe('torture: real processes through faults', () => {
-  it('on PostgreSQL, two servers lose nothing acknowledged through restarts of the database, cut connections, killed and paused servers and clients', async () => {
+  it('on PostgreSQL, two servers lose nothing acknowledged through restarts of the database, cut connections, killed and paused servers and clients, and a 4 s outage of the database answered 503', async () => {
     const result = await runTorture({
       seed: 'ci-pg',
       seconds: 25,
       store: 'pg',
       faults: ['pg-restart-immediate', 'server-kill', 'client-kill', 'pg-cut', 'pg-restart-fast', 'server-pause', 'client-pause'],
       cycleFaults: true,
+      outageSeconds: 4,
     });
     kept.push(result);
     expect(result.violations, report(result)).toBe(0);
     expect(result.operations).toBeGreaterThan(200);
+    // The outage phase: clients saw 503 UNAVAILABLE with Retry-After (the outage check holds the rest).
+    expect(result.unavailable, report(result)).toBeGreaterThan(0);
     for (const kind of ['pg-restart-immediate', 'server-kill', 'client-kill', 'pg-cut'] as const) expect(result.faults[kind], report(result)).toBeGreaterThanOrEqual(1);
   }, 180_000);
 
@@ -40,7 +43,7 @@ describe('torture: real processes through faults', () => {
   }, 180_000);
 
   it('catches a planted lease bug: servers that ignore a lease has ended accept a worker who overran it', async () => {
-    const result = await runTorture({ seed: 'ci-planted', seconds: 30, store: 'pg', plant: 'lease-expiry-ignored', faults: ['pg-cut'] });
+    const result = await runTorture({ seed: 'ci-planted', seconds: 30, store: 'pg', plant: 'lease-expiry-ignored', faults: ['pg-cut'], outageSeconds: 0 });
     kept.push(result);
     const leases = result.results.find((c) => c.check === 'no delivery held by two live leases')!;
     expect(leases.violations.length, report(result)).toBeGreaterThan(0);
@@ -49,7 +52,7 @@ describe('torture: real processes through faults', () => {
   }, 180_000);
 
   it('catches a planted durability bug: servers that reply before they commit lose acknowledged work when killed', async () => {
-    const result = await runTorture({ seed: 'ci-ack', seconds: 15, store: 'pg', plant: 'ack-before-commit', faults: ['server-kill'] });
+    const result = await runTorture({ seed: 'ci-ack', seconds: 15, store: 'pg', plant: 'ack-before-commit', faults: ['server-kill'], outageSeconds: 0 });
     kept.push(result);
     const lost = result.results.flatMap((c) => c.violations).filter((v) => /was acknowledged .*but is not in the (store|journal)/.test(v));
     expect(lost.length, report(result)).toBeGreaterThan(0);

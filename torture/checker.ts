@@ -4,6 +4,7 @@ import { checkBudgets } from './checks/budgets';
 import { checkClaims } from './checks/claims';
 import { checkJournal } from './checks/journal';
 import { checkLeases } from './checks/leases';
+import { checkOutage } from './checks/outage';
 import type { Snapshot } from './checks/snapshot';
 import { checkTasks } from './checks/tasks';
 
@@ -15,6 +16,7 @@ export const checks = {
   'budgets conserve; no settle applied twice': checkBudgets,
   'allowances never grant beyond a window': checkAllowances,
   'acknowledged events journaled; readers skip none': checkJournal,
+  'a store outage answers 503 UNAVAILABLE with Retry-After': (h: History) => checkOutage(h),
 } satisfies Record<string, (history: History, snapshot: Snapshot) => string[]>;
 
 export interface CheckResult {
@@ -62,4 +64,17 @@ export function checkLogs(logs: Map<string, string>, secrets: string[]): CheckRe
   const violations: string[] = [];
   for (const [name, text] of logs) for (const secret of secrets) if (text.includes(secret)) violations.push(`${name}'s log holds a secret (${secret.slice(0, 6)}...)`);
   return { check: 'no secret in a server log', violations };
+}
+
+/**
+ * An outage of the store is logged once each way by store-outage.ts; an error of it (StoreUnavailable)
+ * logged with its stack means some loop or request logs it again, every time it fails.
+ */
+export function checkOutageLogs(logs: Map<string, string>): CheckResult {
+  const violations: string[] = [];
+  for (const [name, text] of logs) {
+    const stacks = text.split('\n').filter((line) => line.includes('"type":"StoreUnavailable"'));
+    if (stacks.length > 0) violations.push(`${name}'s log holds ${stacks.length} line(s) with a StoreUnavailable error, e.g. ${stacks[0]!.slice(0, 200)}`);
+  }
+  return { check: 'an outage is logged once, not with every failure', violations };
 }

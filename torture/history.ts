@@ -13,7 +13,7 @@ import type { Transport, TransportRequest } from '@baton/runtime';
 
 export type HistoryEntry =
   | { kind: 'invoke'; proc: string; call: number; atMs: number; method: string; path: string; idem: string | null; body: unknown }
-  | { kind: 'ok'; proc: string; call: number; atMs: number; status: number; reply: unknown }
+  | { kind: 'ok'; proc: string; call: number; atMs: number; status: number; reply: unknown; retryAfter?: string }
   | { kind: 'info'; proc: string; call: number; atMs: number; error: string }
   | { kind: 'note'; proc: string; atMs: number; what: string; data: Record<string, unknown> };
 
@@ -37,6 +37,8 @@ export interface Call {
   /** Only when a reply came. */
   status?: number;
   reply?: any;
+  /** The Retry-After header of a 429 or 503 reply, as sent (absent when it was missing). */
+  retryAfter?: string;
   /** When the reply came, or when the attempt was seen to fail. */
   endedAtMs?: number;
 }
@@ -70,7 +72,8 @@ export class HistoryWriter {
       this.write({ kind: 'invoke', proc: this.proc, call, atMs: Date.now(), method: request.method, path, idem: request.headers['idempotency-key'] ?? null, body: request.body ? JSON.parse(request.body) : null });
       try {
         const response = await inner({ ...request, url: origin + url.pathname + url.search });
-        this.write({ kind: 'ok', proc: this.proc, call, atMs: Date.now(), status: response.status, reply: response.body ? JSON.parse(response.body) : null });
+        const retryAfter = response.status === 429 || response.status === 503 ? response.headers['retry-after'] : undefined;
+        this.write({ kind: 'ok', proc: this.proc, call, atMs: Date.now(), status: response.status, reply: response.body ? JSON.parse(response.body) : null, ...(retryAfter === undefined ? {} : { retryAfter }) });
         return response;
       } catch (error) {
         this.write({ kind: 'info', proc: this.proc, call, atMs: Date.now(), error: error instanceof Error ? error.message : String(error) });
@@ -131,5 +134,6 @@ function addEntry(calls: Map<string, Call>, notes: History['notes'], entry: Hist
   if (entry.kind === 'ok') {
     call.status = entry.status;
     call.reply = entry.reply;
+    if (entry.retryAfter !== undefined) call.retryAfter = entry.retryAfter;
   }
 }

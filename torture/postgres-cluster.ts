@@ -42,8 +42,13 @@ export class PostgresCluster {
 
   /** `fast` ends sessions and checkpoints; `immediate` is a crash: recovery replays the WAL on start. */
   async restart(mode: 'fast' | 'immediate'): Promise<void> {
-    this.run('pg_ctl', ['-D', join(this.dir, 'data'), '-m', mode, '-w', '-t', '60', 'stop']);
+    await this.stop(mode);
     await this.start();
+  }
+
+  /** Returns once the server is down: from then on a connection is refused. */
+  async stop(mode: 'fast' | 'immediate'): Promise<void> {
+    this.run('pg_ctl', ['-D', join(this.dir, 'data'), '-m', mode, '-w', '-t', '60', 'stop']);
   }
 
   /** Terminates every backend of Baton's connections: what a network cut or a failover does to them. */

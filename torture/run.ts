@@ -3,10 +3,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ProcessBug } from '@baton/core';
-import { checkLogs, checkRun, readSnapshot, type CheckResult } from './checker';
+import { checkLogs, checkOutageLogs, checkRun, readSnapshot, type CheckResult } from './checker';
 import { adminToken, clientProcess, fleet, freePort, serverProcess, waitReady } from './cluster';
 import { faultSchedule, storeFaults, type Fault, type FaultKind } from './faults';
-import { readHistory } from './history';
+import { HistoryWriter, readHistory } from './history';
+import { outageNote, unavailableDuringOutages } from './checks/outage';
 import { PostgresCluster } from './postgres-cluster';
 import type { ManagedProcess } from './processes';
 import { roleNames, type ClientConfig } from './roles/context';
@@ -21,6 +22,11 @@ export interface TortureOptions {
   faults?: FaultKind[];
   /** Inject `faults` in the order given, round and round, instead of drawing each at random. */
   cycleFaults?: boolean;
+  /**
+   * On PostgreSQL, after the faults: PostgreSQL down this long while the clients go on (default
+   * 5; 0 skips the phase). They must see 503 UNAVAILABLE with Retry-After and lose nothing.
+   */
+  outageSeconds?: number;
   /** Keep the run's directory (histories, logs) even when it passed. */
   keep?: boolean;
   log?: (line: string) => void;
@@ -34,6 +40,8 @@ export interface TortureResult {
   /** Every attempt a client made, answered or not. */
   calls: number;
   faults: Partial<Record<FaultKind, number>>;
+  /** Calls sent and answered 503 UNAVAILABLE during the outage phase (none without one). */
+  unavailable: number;
   results: CheckResult[];
   violations: number;
   /** Where the histories and logs are (removed after a passing run unless `keep`). */
@@ -43,6 +51,7 @@ export interface TortureResult {
 /** The lease every worker and claimer asks for: the API's shortest, so pauses outlast it. */
 const leaseSeconds = 5;
 const quietMs = 3_000;
+const defaultOutageSeconds = 5;
 /**
  * The cluster trusts local connections, so this password is never checked; the servers get it in
  * DATABASE_URL all the same, so the log scan can show it never reaches a log.
@@ -70,16 +79,19 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
     await Promise.all(clients.map((c) => c.start()));
     log(`torture: seed ${options.seed}, ${options.store}, ${servers.list.length} server(s), ${clients.length} clients, ${options.seconds} s of faults; work dir ${workDir}`);
     const faults = await injectFaults(options, servers, clients, log);
+    const outageSeconds = options.outageSeconds ?? defaultOutageSeconds;
+    if (servers.cluster && outageSeconds > 0) await storeOutage(servers.cluster, servers, outageSeconds, historyDir, log);
     await heal(servers, clients);
     await new Promise((resolve) => setTimeout(resolve, quietMs));
     await Promise.all(clients.map((c) => c.stop(8_000)));
     const history = readHistory(historyDir);
     const snapshot = await readSnapshot({ origin: origins[0]!, ...base });
     await Promise.all(servers.list.map((s) => s.process.stop()));
-    const results = [...checkRun(history, snapshot), checkLogs(serverLogs(servers, logDir), [adminToken, base.apiKey, databasePassword])];
+    const logs = serverLogs(servers, logDir);
+    const results = [...checkRun(history, snapshot), checkLogs(logs, [adminToken, base.apiKey, databasePassword]), checkOutageLogs(logs)];
     const violations = results.reduce((n, r) => n + r.violations.length, 0);
     const operations = history.calls.filter((c) => c.status !== undefined && c.status < 300).length;
-    return { seed: options.seed, store: options.store, operations, calls: history.calls.length, faults, results, violations, workDir };
+    return { seed: options.seed, store: options.store, operations, calls: history.calls.length, faults, unavailable: unavailableDuringOutages(history), results, violations, workDir };
   } finally {
     await Promise.all(clients.map((c) => c.kill()));
     await Promise.all(servers.list.map((s) => s.process.stop()));
@@ -185,6 +197,23 @@ async function inject(fault: Fault, servers: Servers, clients: ManagedProcess[])
       await cluster!.cutConnections();
       return;
   }
+}
+
+/**
+ * The outage phase: PostgreSQL stopped (fast shutdown) and kept down for `seconds` while every
+ * client goes on, then started again. The window goes into the history as the orchestrator's note,
+ * where the outage check finds it (checks/outage.ts). It starts once `pg_ctl stop` has returned
+ * and ends before `pg_ctl start` is called: within it no connection to PostgreSQL can succeed.
+ */
+async function storeOutage(cluster: PostgresCluster, servers: Servers, seconds: number, historyDir: string, log: (line: string) => void): Promise<void> {
+  log(`  ${new Date().toISOString()} pg-outage for ${seconds} s`);
+  await cluster.stop('fast');
+  const fromMs = Date.now();
+  await sleep(seconds * 1000);
+  const toMs = Date.now();
+  await cluster.start();
+  new HistoryWriter(join(historyDir, 'orchestrator.jsonl'), 'orchestrator').note(outageNote, { fromMs, toMs });
+  for (const s of servers.list) await waitReady(s.origin);
 }
 
 /** After the faults: everything paused resumes, everything down is up and ready. */

@@ -24,23 +24,34 @@ export const errorCodes = [
   'OPERATIONS_EXHAUSTED',
   'BACKLOG_FULL',
   'PLAN_LIMIT_REACHED',
+  'UNAVAILABLE',
   'INTERNAL',
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];
 
+/** One problem of a VALIDATION_FAILED (and the few other refusals that name a field): where, and what. */
 export interface ErrorDetail {
   path: string;
   message: string;
 }
+
+/** CLAIM_HELD's details (decisions §10): who holds the key, and when its live lease runs out (ISO 8601). */
+export interface ClaimHeldDetails {
+  holder: string;
+  leaseExpiresAt: string;
+}
+
+/** A list of `{path, message}` for VALIDATION_FAILED and the like; an object for CLAIM_HELD. */
+export type ErrorDetails = ErrorDetail[] | ClaimHeldDetails;
 
 export class BatonError extends Error {
   override name = 'BatonError';
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly details?: ErrorDetail[],
-    /** For a 429: how long until the call can pass (decisions §9); the server sends it as Retry-After. */
+    readonly details?: ErrorDetails,
+    /** For a 429 or 503: how long until the call can pass (decisions §9); the server sends it as Retry-After. */
     readonly retryAfterMs?: number,
   ) {
     super(message);

@@ -13,6 +13,7 @@ export * from './store/repositories';
 export * from './store/together';
 export * from './store/raced';
 export * from './store/store';
+export * from './store/store-unavailable';
 export * from './store/memory/memory-store';
 export * from './store/notifying-store';
 export * from './notifier';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { CallOptions, ClaimApi, ClaimGrant, ClaimView } from './contract';
 import { BatonApiError } from './errors';
-import { ClaimHeldError, ClaimLostError, withClaim, type ClaimEvent, type ClaimOptions, type HeldClaim } from './claims';
+import { ClaimHeldError, ClaimLostError, claimHeldErrorOf, withClaim, type ClaimEvent, type ClaimOptions, type HeldClaim } from './claims';
 import { flush, ManualClock } from './testing/manual-clock';
 
 // ---------------------------------------------------------------------------------------------
@@ -36,7 +36,7 @@ class FakeClaims implements ClaimApi {
     this.calls.push({ op: 'acquire', atMs: this.clock.now(), ...(options ? { options } : {}) });
     const live = this.live(body.claimKey);
     if (live && live.holderSession === body.holderSession) return live;
-    if (live) throw apiError('CLAIM_HELD', 409, [{ path: 'holder', message: live.holder }, { path: 'leaseExpiresAt', message: live.leaseExpiresAt }]);
+    if (live) throw apiError('CLAIM_HELD', 409, { holder: live.holder, leaseExpiresAt: live.leaseExpiresAt });
     const at = new Date(this.clock.now()).toISOString();
     const grant: ClaimGrant = {
       id: randomUUID(), claimKey: body.claimKey, scopeId: body.scopeId, holder: body.holder, fencingToken: ++this.fencing, state: 'HELD',
@@ -250,6 +250,11 @@ describe('withClaim', () => {
     expect((error as ClaimHeldError).cause).toMatchObject({ code: 'CLAIM_HELD', status: 409 });
     first.resolve('ok');
     await holding;
+  });
+
+  it('reads the holder and lease from the older list form of details too (a replay of a reply stored before the object form)', () => {
+    const listed = new BatonApiError({ code: 'CLAIM_HELD', status: 409, message: 'held', requestId: 'r', details: [{ path: 'holder', message: 'deployer' }, { path: 'leaseExpiresAt', message: '2026-01-01T00:00:30.000Z' }] });
+    expect(claimHeldErrorOf('k', listed, 0)).toMatchObject({ holder: 'deployer', leaseExpiresAt: '2026-01-01T00:00:30.000Z' });
   });
 
   it('waits for the key up to waitMs, polling at most every pollMs', async () => {

@@ -90,7 +90,7 @@ export class ClaimHeldError extends Error {
     readonly holder: string | null,
     /** When the live lease runs out on the server's clock (ISO 8601); null when not named. */
     readonly leaseExpiresAt: string | null,
-    /** The reply's details as sent: `[{path: 'holder', message}, {path: 'leaseExpiresAt', message}]`. */
+    /** The reply's details as sent: `{holder, leaseExpiresAt}`. */
     readonly details: unknown,
     /** How long withClaim waited before giving up (0 without `waitMs`). */
     readonly waitedMs: number,
@@ -167,14 +167,18 @@ function codeOf(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null ? (error as Partial<ApiErrorShape>).code : undefined;
 }
 
-/** The holder and leaseExpiresAt a CLAIM_HELD reply names in its details (`[{path, message}]`). */
+/**
+ * The holder and leaseExpiresAt a CLAIM_HELD reply names in its details: the object
+ * `{holder, leaseExpiresAt}` (decisions §10), or the `[{path, message}]` list servers sent before
+ * it, which a replay of a reply stored then still carries.
+ */
 export function claimHeldErrorOf(claimKey: string, error: unknown, waitedMs: number): ClaimHeldError {
   const details = (error as Partial<ApiErrorShape>).details;
-  const named = (path: string): string | null => {
-    if (!Array.isArray(details)) return null;
-    const entry: unknown = details.find((d: unknown) => (d as { path?: unknown } | null)?.path === path);
-    const message = (entry as { message?: unknown } | undefined)?.message;
-    return typeof message === 'string' ? message : null;
+  const named = (field: 'holder' | 'leaseExpiresAt'): string | null => {
+    const value: unknown = Array.isArray(details)
+      ? (details.find((d: unknown) => (d as { path?: unknown } | null)?.path === field) as { message?: unknown } | undefined)?.message
+      : (details as Record<string, unknown> | null | undefined)?.[field];
+    return typeof value === 'string' ? value : null;
   };
   return new ClaimHeldError(claimKey, named('holder'), named('leaseExpiresAt'), details, waitedMs, error);
 }

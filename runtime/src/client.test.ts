@@ -197,15 +197,16 @@ describe('retries', () => {
     const clock = new SteppingClock();
     const { client, requests } = setup(
       [
+        envelope(503, 'UNAVAILABLE', { 'retry-after': '2' }),
         json(503, undefined, { 'retry-after': '3' }),
-        envelope(429, 'RATE_LIMITED', { 'retry-after': new Date(clock.nowMs + 3_000 + 7_000).toUTCString() }),
+        envelope(429, 'RATE_LIMITED', { 'retry-after': new Date(clock.nowMs + 2_000 + 3_000 + 7_000).toUTCString() }),
         json(201, { id: 'r1' }),
       ],
       { clock },
     );
     expect(await client.reserve(budgetId, reserveBody)).toEqual({ id: 'r1' });
-    expect(clock.slept).toEqual([3_000, 7_000]);
-    expect(requests).toHaveLength(3);
+    expect(clock.slept).toEqual([2_000, 3_000, 7_000]);
+    expect(requests).toHaveLength(4);
     expect(new Set(requests.map((r) => r.headers['idempotency-key']))).toEqual(new Set(['key-1']));
     expect(new Set(requests.map((r) => r.body)).size).toBe(1);
   });

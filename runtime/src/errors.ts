@@ -68,6 +68,8 @@ const retryableByCode: Record<ErrorCode, boolean> = {
   OPERATIONS_EXHAUSTED: false,
   BACKLOG_FULL: false,
   PLAN_LIMIT_REACHED: false,
+  // The store cannot be reached or the server is draining: Retry-After says when to try again.
+  UNAVAILABLE: true,
   INTERNAL: true,
 };
 

@@ -80,17 +80,14 @@ describe.each(storeTargets())('claims over HTTP on $name', (target) => {
     expect(otherSession.body.error.code).toBe('CLAIM_HELD');
   });
 
-  it('refuses a key held by another with 409 CLAIM_HELD naming the holder and lease end', async () => {
+  it('refuses a key held by another with 409 CLAIM_HELD whose details object names the holder and lease end', async () => {
     const claimKey = freshKey();
     const held = await acquire(claimKey, a);
     const refused = await acquire(claimKey, b);
     expect(refused.statusCode).toBe(409);
     expect(refused.body.error).toMatchObject({
       code: 'CLAIM_HELD',
-      details: [
-        { path: 'holder', message: a.holder },
-        { path: 'leaseExpiresAt', message: held.body.leaseExpiresAt },
-      ],
+      details: { holder: a.holder, leaseExpiresAt: held.body.leaseExpiresAt },
     });
   });
 

@@ -51,6 +51,27 @@ describe('request edges found by fuzzing', () => {
     expect(fine.statusCode, fine.body).toBe(201);
   });
 
+  it('refuses a body that is not UTF-8 with 400 (was read as U+FFFD: two different taskKeys became one task)', async () => {
+    const submit = (taskKey: Buffer) =>
+      server.baton.app.inject({
+        method: 'POST',
+        url: `/v1/spaces/${server.spaceId}/tasks`,
+        headers: { authorization: `Bearer ${server.key}`, 'idempotency-key': idem(), 'content-type': 'application/json' },
+        payload: Buffer.concat([Buffer.from(`{"scopeId":"${scopeId}","mailboxId":"${box}","input":{},"taskKey":"`), taskKey, Buffer.from('"}')]),
+      });
+    for (const bytes of [[0x75, 0x2d, 0xff], [0x75, 0x2d, 0xfe], [0xc3], [0xed, 0xa0, 0x80]]) {
+      const res = await submit(Buffer.from(bytes));
+      expect(res.statusCode, res.body).toBe(400);
+      expect(JSON.parse(res.body).error).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ path: 'body', message: 'is not valid UTF-8' }] });
+    }
+    // UTF-8 beyond ASCII passes, and two keys stay two tasks.
+    for (const taskKey of ['u-é', 'u-ü']) {
+      const res = await submit(Buffer.from(taskKey, 'utf8'));
+      expect(res.statusCode, res.body).toBe(201);
+      expect(JSON.parse(res.body)).toMatchObject({ created: true });
+    }
+  });
+
   it('keeps PUT /limits reachable after requestsPerMinute 1 (80 % of 1 rounded to 0 locked the space)', async () => {
     expect((await server.api('PUT', '/limits', { body: { requestsPerMinute: 1 }, idem: idem() })).statusCode).toBe(200);
     server.clock.advance(60_000);

@@ -5,6 +5,8 @@ import { checkBudgets } from './budgets';
 import { checkClaims } from './claims';
 import { checkJournal } from './journal';
 import { checkLeases } from './leases';
+import { checkOutage } from './outage';
+import { checkOutageLogs } from '../checker';
 import type { Snapshot } from './snapshot';
 import { checkTasks } from './tasks';
 
@@ -158,5 +160,31 @@ describe('checkJournal', () => {
   it('names an acknowledged created task whose task.submitted is not journaled', () => {
     const submit = call('p', 'POST', '/tasks', { taskKey: 'k' }, 0, 10, 201, { taskId: task, created: true });
     expect(checkJournal(history([submit]), snapshot([]))).toEqual([expect.stringContaining('task.submitted is not in the journal')]);
+  });
+});
+
+describe('checkOutage', () => {
+  const answered = (atMs: number, status: number, reply: unknown, retryAfter?: string): Call => ({ ...call('w', 'POST', '/tasks', {}, atMs, atMs + 5, status, reply), ...(retryAfter === undefined ? {} : { retryAfter }) });
+  const unavailable = { error: { code: 'UNAVAILABLE', message: 'the store cannot be reached', requestId: 'r' } };
+  const outage = (fromMs: number, toMs: number): History['notes'][number] => ({ kind: 'note', proc: 'orchestrator', atMs: t0 + toMs, what: 'pg-outage', data: { fromMs: t0 + fromMs, toMs: t0 + toMs } });
+
+  it('passes 503 UNAVAILABLE with Retry-After during an outage, and names a 500 or a 503 without Retry-After', () => {
+    expect(checkOutage(history([answered(1_000, 503, unavailable, '1'), answered(2_000, 201, { taskId: task })], [outage(500, 3_000)]))).toEqual([]);
+    expect(checkOutage(history([answered(1_000, 500, { error: { code: 'INTERNAL' } })]))).toEqual([expect.stringContaining('answered 500: code INTERNAL, not 503 UNAVAILABLE')]);
+    expect(checkOutage(history([answered(1_000, 503, unavailable)]))).toEqual([expect.stringContaining('Retry-After missing')]);
+    expect(checkOutage(history([answered(1_000, 503, unavailable, '0')]))).toEqual([expect.stringContaining('Retry-After 0')]);
+  });
+
+  it('names an outage in which no client saw a 503 (a 503 sent before it began does not count)', () => {
+    expect(checkOutage(history([answered(100, 503, unavailable, '1')], [outage(500, 3_000)]))).toEqual([expect.stringContaining('no client saw a 503 while PostgreSQL was down')]);
+  });
+});
+
+describe('checkOutageLogs', () => {
+  it('passes an outage logged once each way, and names a StoreUnavailable logged with its stack', () => {
+    const once = ['{"level":40,"reason":"connection refused (ECONNREFUSED)","msg":"store unreachable: calls answer 503 UNAVAILABLE until it answers again"}', '{"level":30,"msg":"store answers again"}'].join('\n');
+    expect(checkOutageLogs(new Map([['server0', once]])).violations).toEqual([]);
+    const again = `${once}\n{"level":40,"err":{"type":"StoreUnavailable","message":"the store cannot be reached","stack":"StoreUnavailable: ..."},"msg":"limits sync failed"}`;
+    expect(checkOutageLogs(new Map([['server0', again]])).violations).toEqual([expect.stringContaining("server0's log holds 1 line(s) with a StoreUnavailable error")]);
   });
 });

@@ -36,7 +36,7 @@ describe('claim rules', () => {
         expect.unreachable();
       } catch (error) {
         expect(error).toBeInstanceOf(BatonError);
-        expect(error).toMatchObject({ code: 'CLAIM_HELD', details: [{ path: 'holder', message: 'h' }, { path: 'leaseExpiresAt', message: new Date(T0 + 30_000).toISOString() }] });
+        expect(error).toMatchObject({ code: 'CLAIM_HELD', details: { holder: 'h', leaseExpiresAt: new Date(T0 + 30_000).toISOString() } });
       }
     }
   });

@@ -38,13 +38,10 @@ export function claimTokenFor(spaceId: string, claimId: string, tokenNonce: stri
 /** What the store keeps of a holderSession or token: its SHA-256 (messages/rules.ts hashToken). */
 export const hashClaimSecret = hashToken;
 
-/** CLAIM_HELD, naming who holds the key and until when (decisions §3 details, as path and message pairs). */
+/** CLAIM_HELD, naming who holds the key and until when (decisions §10: details is the object `{holder, leaseExpiresAt}`). */
 export function claimHeld(held: Claim): BatonError {
   const leaseExpiresAt = isoFromMs(held.leaseExpiresAt);
-  return new BatonError('CLAIM_HELD', `claimKey ${held.claimKey} is held by ${held.holder} until ${leaseExpiresAt}`, [
-    { path: 'holder', message: held.holder },
-    { path: 'leaseExpiresAt', message: leaseExpiresAt },
-  ]);
+  return new BatonError('CLAIM_HELD', `claimKey ${held.claimKey} is held by ${held.holder} until ${leaseExpiresAt}`, { holder: held.holder, leaseExpiresAt });
 }
 
 export type AcquireDecision =

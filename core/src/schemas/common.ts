@@ -36,7 +36,12 @@ export const errorEnvelope = z
       code: z.enum(errorCodes),
       message: z.string(),
       requestId: z.string(),
-      details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+      details: z
+        .union([
+          z.array(z.object({ path: z.string(), message: z.string() })).describe('VALIDATION_FAILED and most other codes: each problem with its path'),
+          z.object({ holder: z.string(), leaseExpiresAt: timestamp }).describe('CLAIM_HELD: who holds the key, and when its live lease runs out'),
+        ])
+        .optional(),
     }),
   })
   .meta({ id: 'Error' });

@@ -5,7 +5,8 @@ export type Tx = Repositories;
 
 /**
  * Transactions over typed repositories. Every operation is one transaction that writes its
- * state change, its events and its idempotency record together, or nothing.
+ * state change, its events and its idempotency record together, or nothing. A store that cannot
+ * reach its database rejects with StoreUnavailable (store-unavailable.ts), whatever the work.
  */
 export interface Store {
   readonly kind: 'memory' | 'pglite' | 'postgres';

@@ -1,4 +1,4 @@
-import { allowances, budgets, claims, deliveries, groups, runs, SystemClock, timers, type Clock, type Random, type Store } from '@baton/core';
+import { allowances, budgets, claims, deliveries, groups, runs, StoreUnavailable, SystemClock, timers, type Clock, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { replayWindowMs } from '../http/operation';
 import { RetentionSweep } from './retention';
@@ -123,7 +123,10 @@ export class BackgroundWork {
     if (this.stopped) return;
     this.cancel = this.realTime.schedule(this.intervalMs, () => {
       this.runDue()
-        .catch((err: unknown) => this.logger?.error({ err }, 'background sweep failed; retrying next interval'))
+        // A store out of reach is logged once by store-outage.ts, not here every interval.
+        .catch((err: unknown) => {
+          if (!(err instanceof StoreUnavailable)) this.logger?.error({ err }, 'background sweep failed; retrying next interval');
+        })
         .finally(() => this.arm());
     });
   }

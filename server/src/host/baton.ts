@@ -2,7 +2,7 @@ import { LocalNotifier, ManualClock, NotifyingStore, SystemClock, type Clock, ty
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
-import { buildApp } from '../http/app';
+import { buildApp, type HttpTimeouts } from '../http/app';
 import { DrainController, type AppDeps } from '../http/deps';
 import { BackgroundWork } from './background';
 import { defaultDispatcherOptions, WebhookDispatcher, type DispatcherOptions } from '../webhooks/dispatcher';
@@ -14,6 +14,7 @@ import { noTelemetry } from '../http/telemetry';
 import { BatonMetrics } from '../metrics/baton-metrics';
 import type { CensusOptions } from '../metrics/census-sampler';
 import { Limits } from '../limits/limits';
+import { StoreOutage } from '../store/store-outage';
 import { defaultSyncIntervalMs, LimitsSync } from '../limits/limits-sync';
 
 export interface Baton {
@@ -66,6 +67,8 @@ export interface BatonOptions {
    * clock so a run stays a function of its seed.
    */
   realTime?: Clock;
+  /** Node's header timeout and how often it is checked; tests shorten them (app.ts). */
+  http?: HttpTimeouts;
 }
 
 /** How long a drain lets in-flight requests finish before it closes their connections. */
@@ -82,7 +85,10 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     : undefined;
   // Every commit wakes the long polls waiting on what it changed (core/src/notifier.ts), and
   // hands its events to the metrics, which count from them.
-  const store = new NotifyingStore(options.store, notifier, metrics?.observeCommit);
+  // Every call the server makes to the store tells whether it can be reached (store-outage.ts):
+  // an outage is logged once, and /readyz says why.
+  const storeOutage = new StoreOutage(options.logger);
+  const store = new NotifyingStore(storeOutage.watch(options.store), notifier, metrics?.observeCommit);
   const realTime = options.realTime ?? new SystemClock();
   const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs, realTime);
   const webhookOptions: DispatcherOptions = { secretKey: undefined, allowPrivate: false, ...defaultDispatcherOptions, observer: metrics?.webhooks, ...options.webhooks };
@@ -111,9 +117,10 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     webhooks: { secretKey: webhookOptions.secretKey, allowPrivate: webhookOptions.allowPrivate },
     telemetry: metrics?.telemetry ?? noTelemetry,
     metrics,
+    storeOutage,
   };
   const devCredentials = options.bootstrap ? await bootstrapDev(store, options.clock.now(), random) : undefined;
-  const app = await buildApp(deps, options.logger ?? false);
+  const app = await buildApp(deps, options.logger ?? false, options.http);
   const inFlight = new InFlightRequests();
   inFlight.attach(app.server);
   // Samples with the server's life: from here until drainAndClose (its timer never holds the process).

@@ -1,9 +1,11 @@
+import { BatonError } from '@baton/core';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { AppDeps } from './deps';
+import { clientErrorHandler } from './client-errors';
 import { frameworkErrors, installErrorHandlers } from './error-handler';
 import { installRequestLog } from './request-log';
 import { installJsonParser } from './json-body';
@@ -34,9 +36,24 @@ import { runRoutes } from './routes/runs';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
+const servedWhileDraining = new Set(['/healthz', '/readyz']);
+const draining = new BatonError('UNAVAILABLE', 'the server is draining (shutting down); retry after Retry-After seconds with the same Idempotency-Key');
+
+/** Node's HTTP timeouts; tests shorten them (a slow client's 408 in a second, not in Node's 60 to 90). */
+export interface HttpTimeouts {
+  /** How long a request's headers may take to arrive (Node's headersTimeout; default 60 s). */
+  headersTimeoutMs?: number;
+  /** How often Node looks for requests past it (connectionsCheckingInterval; default 30 s). */
+  timeoutCheckIntervalMs?: number;
+}
+
 /** Builds the Fastify app over injected dependencies; `listen` is the caller's business. */
-export async function buildApp(deps: AppDeps, logger: Logger | false = false): Promise<FastifyInstance> {
+export async function buildApp(deps: AppDeps, logger: Logger | false = false, timeouts: HttpTimeouts = {}): Promise<FastifyInstance> {
   const app = Fastify({
+    http: {
+      ...(timeouts.headersTimeoutMs === undefined ? {} : { headersTimeout: timeouts.headersTimeoutMs }),
+      ...(timeouts.timeoutCheckIntervalMs === undefined ? {} : { connectionsCheckingInterval: timeouts.timeoutCheckIntervalMs }),
+    },
     loggerInstance: (logger || undefined) as FastifyBaseLogger | undefined,
     // A caller's own X-Request-Id is kept when it is sane, so traces join up across services.
     genReqId: (req) => {
@@ -49,11 +66,16 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
     logController: new LogController({ disableRequestLogging: true }),
     // URLs the router refuses before any route (too-long parameter, bad percent-encoding) get the envelope too.
     frameworkErrors,
+    // Requests Node's parser refuses (431, 408, 400) get the envelope and an X-Request-Id too.
+    clientErrorHandler: clientErrorHandler(() => deps.random.uuid()),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    // decisions §3: a draining server takes no new call (one on a connection still open, or an
+    // inject); requests already running finish. Health checks still answer: /readyz says why.
+    if (deps.drain.draining && !servedWhileDraining.has(request.routeOptions.url ?? '')) throw draining;
   });
   installErrorHandlers(app);
   installJsonParser(app);
@@ -109,20 +131,21 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false): P
   return app;
 }
 
-/** decisions §9: every 429 carries Retry-After; zod response schemas describe bodies only, so the header is added here. */
+/** decisions §3 and §9: every 429 and 503 carries Retry-After; zod response schemas describe bodies only, so the header is added here. */
 function withRetryAfter<T>(document: T): T {
   const paths = (document as { paths?: Record<string, Record<string, { responses?: Record<string, { headers?: object }> }>> }).paths ?? {};
   for (const operations of Object.values(paths)) {
     for (const operation of Object.values(operations)) {
-      const tooMany = operation.responses?.['429'];
-      if (!tooMany) continue;
-      tooMany.headers = {
-        'Retry-After': {
-          description: 'Whole seconds (at least 1) until the call can pass: to the window or cooldown end for QUOTA_EXHAUSTED, the next minute for rate limits, the next month for OPERATIONS_EXHAUSTED, else 1.',
-          schema: { type: 'integer', minimum: 1 },
-        },
-      };
+      for (const [status, description] of Object.entries(retryAfterDescriptions)) {
+        const response = operation.responses?.[status];
+        if (response) response.headers = { 'Retry-After': { description, schema: { type: 'integer', minimum: 1 } } };
+      }
     }
   }
   return document;
 }
+
+const retryAfterDescriptions: Record<string, string> = {
+  429: 'Whole seconds (at least 1) until the call can pass: to the window or cooldown end for QUOTA_EXHAUSTED, the next minute for rate limits, the next month for OPERATIONS_EXHAUSTED, else 1.',
+  503: 'Whole seconds (at least 1) before trying again (UNAVAILABLE: the store cannot be reached, or the server is draining). Retry with the same Idempotency-Key: the write may or may not have committed.',
+};

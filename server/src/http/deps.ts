@@ -3,6 +3,7 @@ import type { Clock, ManualClock, Notifier, Random, Store } from '@baton/core';
 import type { CredentialCache } from './credential-cache';
 import type { MetricsEndpoint, Telemetry } from './telemetry';
 import type { Limits } from '../limits/limits';
+import type { StoreOutage } from '../store/store-outage';
 
 /** Draining state shared by readiness and (later) every long poll. */
 export interface Drain {
@@ -37,6 +38,8 @@ export interface AppDeps {
   limits: Limits;
   /** GET /metrics; unset (that route answers 404) without BATON_METRICS_TOKEN. */
   metrics?: MetricsEndpoint;
+  /** Whether the store can be reached, as `store` saw it last (/readyz says why not). */
+  storeOutage: StoreOutage;
 }
 
 export class DrainController implements Drain {

@@ -1,11 +1,12 @@
-import { BatonError, type ErrorCode, type ErrorDetail } from '@baton/core';
+import { BatonError, StoreUnavailable, type ErrorCode, type ErrorDetails } from '@baton/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { drainBody } from './body-drain';
 import { errorTable } from './error-status';
 import { validationFailed } from './validation-error';
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] };
+  error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetails };
 }
 
 export function errorBody(error: BatonError, requestId: string): ErrorBody {
@@ -16,24 +17,32 @@ export function errorBody(error: BatonError, requestId: string): ErrorBody {
 
 export function sendError(reply: FastifyReply, error: BatonError): FastifyReply {
   const status = errorTable[error.code].status;
-  if (status === 429) reply.header('Retry-After', retryAfterSeconds(error.retryAfterMs));
+  if (status === 429 || status === 503) reply.header('Retry-After', retryAfterSeconds(error.retryAfterMs));
   return reply.code(status).send(errorBody(error, reply.request.id));
 }
 
 /**
  * decisions §9: whole seconds, at least 1, rounded up so a client that waits them finds the
- * window or cooldown over. 1 when the refusal names no end (BACKLOG_FULL, and a replayed 429,
- * whose stored reply keeps no time).
+ * window or cooldown over. 1 when the refusal names no end (BACKLOG_FULL, UNAVAILABLE, and a
+ * replayed 429, whose stored reply keeps no time).
  */
 export function retryAfterSeconds(retryAfterMs: number | undefined): string {
   return String(Math.max(1, Math.ceil((retryAfterMs ?? 0) / 1000)));
 }
 
+/** decisions §3: the write may or may not have committed, so the retry must carry the same key. */
+const storeUnavailable = new BatonError(
+  'UNAVAILABLE',
+  'the store cannot be reached; retry after Retry-After seconds with the same Idempotency-Key (the write may or may not have committed)',
+);
+
 /** Every failure leaves as the envelope; a 5xx never carries a stack trace or SQL. */
 export function installErrorHandlers(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const known = toBatonError(error);
     if (known.code === 'INTERNAL') request.log.error({ err: error }, 'unexpected error');
+    // decisions §11: the 413 goes out once the client has sent its body, so it can read it.
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await drainBody(request.raw);
     return sendError(reply, known);
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, new BatonError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)));
@@ -53,6 +62,8 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
 
 function toBatonError(error: FastifyError): BatonError {
   if (error instanceof BatonError) return error;
+  // Logged once per outage by store-outage.ts, not here per request.
+  if (error instanceof StoreUnavailable) return storeUnavailable;
   if (hasZodFastifySchemaValidationErrors(error)) {
     const problems = error.validation.map((issue) => ({ path: issue.instancePath.split('/').filter(Boolean), message: issue.message ?? 'is invalid' }));
     return validationFailed(error.validationContext ?? 'body', problems);

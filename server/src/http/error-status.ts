@@ -27,5 +27,6 @@ export const errorTable: Record<ErrorCode, { status: number; stored: boolean }> 
   OPERATIONS_EXHAUSTED: { status: 429, stored: false },
   BACKLOG_FULL: { status: 429, stored: true },
   PLAN_LIMIT_REACHED: { status: 429, stored: false },
+  UNAVAILABLE: { status: 503, stored: false },
   INTERNAL: { status: 500, stored: false },
 };

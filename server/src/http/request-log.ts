@@ -22,8 +22,10 @@ export interface RequestLine {
 export function installRequestLog(app: FastifyInstance): void {
   app.addHook('onResponse', async (request, reply) => {
     const line = requestLine(request, reply);
-    // A 4xx is the client's business and routine; a 5xx is ours and wants attention.
-    if (line.statusCode >= 500) request.log.error(line, 'request failed');
+    // A 4xx is the client's business and routine; a 5xx is ours and wants attention. A 503 is
+    // an outage or a drain, each logged once on its own (store-outage.ts, main.ts): at error
+    // level every request of an outage would bury that one line.
+    if (line.statusCode >= 500 && line.statusCode !== 503) request.log.error(line, 'request failed');
     else request.log.info(line, 'request');
   });
 }

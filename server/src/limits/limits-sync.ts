@@ -1,4 +1,4 @@
-import { minuteOf, monthOf, SystemClock, type Clock, type Store } from '@baton/core';
+import { minuteOf, monthOf, StoreUnavailable, SystemClock, type Clock, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import type { RequestRate } from './request-rate';
 import type { UsageLedger } from './usage-ledger';
@@ -100,7 +100,10 @@ export class LimitsSync {
     if (this.stopped) return;
     this.cancel = this.realTime.schedule(this.intervalMs, () => {
       this.sync()
-        .catch((err: unknown) => this.logger?.warn({ err }, 'limits sync failed; counts kept for the next try'))
+        // A store out of reach is logged once by store-outage.ts, not here four times a second.
+        .catch((err: unknown) => {
+          if (!(err instanceof StoreUnavailable)) this.logger?.warn({ err }, 'limits sync failed; counts kept for the next try');
+        })
         .finally(() => this.arm());
     });
   }

@@ -324,7 +324,11 @@ export class PgNotifier implements Notifier {
     if (this.closed) return;
     this.failures++;
     const delay = Math.min(this.reconnectMaxMs, this.reconnectMinMs * 2 ** (this.failures - 1));
-    this.logger.warn({ err, attempt: this.failures, retryInMs: delay }, 'pg notifier: listener down; parked waits re-read every second until it is back');
+    // Once until it reconnects, without the stack: a line with a stack per try of the reconnect
+    // only buried the store's own line of the outage (store-outage.ts).
+    if (this.failures === 1) {
+      this.logger.warn({ err: { message: err?.message, code: (err as { code?: string } | undefined)?.code }, retryInMs: delay }, 'pg notifier: listener down; parked waits re-read every second until it is back');
+    }
     void client.end().catch(() => undefined);
     this.startDegradedTicks();
     this.cancelReconnect?.();

@@ -1,4 +1,4 @@
-import { assert, eventTypeSet, spaceTopic, SystemClock, type Notifier, eventView, plantedBugs, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
+import { assert, eventTypeSet, StoreUnavailable, spaceTopic, SystemClock, type Notifier, eventView, plantedBugs, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { horizonRecheckDelaysMs } from '../notify/horizon-rechecks';
 import { attemptDelivery, type AttemptOptions, type AttemptResult } from './http-attempt';
@@ -303,7 +303,10 @@ export class WebhookDispatcher {
     this.wokenDuringRun = false;
     const readBefore = this.eventsRead;
     this.runDue()
-      .catch((err: unknown) => this.logger?.error({ err }, 'webhook dispatch run failed; retrying next interval'))
+      // A store out of reach is logged once by store-outage.ts, not here every interval.
+      .catch((err: unknown) => {
+        if (!(err instanceof StoreUnavailable)) this.logger?.error({ err }, 'webhook dispatch run failed; retrying next interval');
+      })
       .finally(() => {
         this.looping = false;
         if (this.stopped) return;

@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { SqlDriver, SqlParam, SqlQueryable } from './driver';
 import { StatementBatch, type Statement, type StatementResult } from './pg-statement-batch';
 import { RoundTripMeter } from './round-trips';
+import { asStoreError } from './unreachable';
 
 export interface PgDriverOptions {
   /** Pool size; default 10. */
@@ -54,8 +55,12 @@ export class PgDriver implements SqlDriver {
 
   async query<R>(text: string, params: readonly SqlParam[] = []): Promise<R[]> {
     this.meter.alone();
-    const result = await this.pool.query(statement(text, params));
-    return result.rows as R[];
+    try {
+      const result = await this.pool.query(statement(text, params));
+      return result.rows as R[];
+    } catch (error) {
+      throw asStoreError(error);
+    }
   }
 
   async write(text: string, params: readonly SqlParam[] = []): Promise<void> {
@@ -64,11 +69,20 @@ export class PgDriver implements SqlDriver {
 
   async exec(script: string): Promise<void> {
     this.meter.alone();
-    await this.pool.query(script);
+    await this.pool.query(script).catch((error: unknown) => {
+      throw asStoreError(error);
+    });
   }
 
+  /**
+   * A connection that cannot be had or is lost (unreachable.ts) fails the transaction with
+   * StoreUnavailable, so the server answers 503 and not 500; inside `fn` the repositories still
+   * see pg's own errors.
+   */
   async transaction<T>(fn: (q: SqlQueryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.pool.connect().catch((error: unknown) => {
+      throw asStoreError(error);
+    });
     // The pool only listens for errors of idle clients; while this one is checked out an
     // 'error' event with no listener would be thrown as an uncaught exception.
     const onError = (error: Error): void => this.onConnectionError(error);
@@ -82,7 +96,7 @@ export class PgDriver implements SqlDriver {
       return result;
     } catch (error) {
       broken = await tx.rollback();
-      throw error;
+      throw asStoreError(error);
     } finally {
       client.off('error', onError);
       // A client whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
