@@ -70,18 +70,35 @@ describe.runIf(postgresUrl())('a run ending while work is created under it on Po
     expect((await server.api('GET', `/tasks/${submitted.body.taskId}`)).body).toMatchObject({ state: 'CANCELLED', failureReason: 'RUN_CANCELLED' });
   });
 
-  /** One run, a cancel and several submits under it fired at once; what is left live under the run after its cascade. */
-  const raceRound = async (): Promise<{ live: number; statuses: number[] }> => {
+  /**
+   * One run, several submits under it and its cancel, the cancel sent `offsetMs` after the
+   * submits (before them when negative), so that rounds meet either order and the race between,
+   * however loaded the machine; what is left live under the run after its cascade.
+   */
+  const raceRound = async (offsetMs = 0): Promise<{ live: number; statuses: number[] }> => {
     const scopeId = await newRun();
-    const replies = await Promise.all([...Array.from({ length: submitsPerRound }, () => submit(scopeId)), server.api('POST', `/runs/${scopeId}/cancel`, { idem: idem() })]);
+    const pause = () => new Promise((resolve) => setTimeout(resolve, Math.abs(offsetMs)));
+    const cancel = () => server.api('POST', `/runs/${scopeId}/cancel`, { idem: idem() });
+    const submitAll = () => Array.from({ length: submitsPerRound }, () => submit(scopeId));
+    let replies: Reply[];
+    if (offsetMs < 0) {
+      const cancelled = cancel();
+      await pause();
+      replies = await Promise.all([...submitAll(), cancelled]);
+    } else {
+      const submits = submitAll();
+      if (offsetMs > 0) await pause();
+      replies = await Promise.all([...submits, cancel()]);
+    }
     await server.baton.deps.runDueWork();
     return { live: await liveUnder(scopeId), statuses: replies.map((r) => r.statusCode) };
   };
 
   it('leaves no live task under a cancelled run, however submits and the cancel interleave', async () => {
     const statuses: number[] = [];
+    const cancelOffsetsMs = [-5, -1, 0, 1, 5];
     for (let round = 0; round < rounds; round++) {
-      const raced = await raceRound();
+      const raced = await raceRound(cancelOffsetsMs[round % cancelOffsetsMs.length]);
       expect(raced.live, `round ${round}: ${JSON.stringify(raced.statuses)}`).toBe(0);
       statuses.push(...raced.statuses);
     }
