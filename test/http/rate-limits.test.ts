@@ -190,4 +190,24 @@ describe.each(storeTargets())('request rates, operations and plan limits over HT
     expect((await t.call('GET', '/usage')).body).toMatchObject({ activeTasks: 2 });
     expect((await submit()).statusCode).toBe(201);
   });
+
+  it('judges a submit-batch item by item against the active tasks: it creates what the plan leaves, joins go on, the rest answer PLAN_LIMIT_REACHED', async () => {
+    const t = await tenant('ENTERPRISE', { activeTasks: 5, requestsPerMinute: null });
+    const box = await mailbox(t);
+    const task = (taskKey: string) => ({ scopeId, mailboxId: box, taskKey, input: null });
+    expect((await t.call('POST', '/tasks', { body: task('kept'), idem: idem() })).statusCode).toBe(201);
+    await server.baton.deps.runDueWork();
+    // 4 of 5 left: the first four new keys are created, the joins of existing keys go on, the rest are refused.
+    const keys = ['a', 'kept', 'b', 'c', 'a', 'd', 'e', 'f'];
+    const reply = await t.call('POST', '/tasks/submit-batch', { body: { tasks: keys.map(task) }, idem: idem() });
+    expect(reply.statusCode).toBe(200);
+    const items = reply.body.items as { status: number; body: { created?: boolean; error?: { code: string; message: string } } }[];
+    expect(items.map((i) => i.status)).toEqual([201, 200, 201, 201, 200, 201, 429, 429]);
+    expect(items[6]!.body.error).toMatchObject({ code: 'PLAN_LIMIT_REACHED', message: expect.stringMatching(/active tasks/) });
+    expect((await t.call('GET', '/usage')).body).toMatchObject({ activeTasks: 5 });
+    // With none left the whole batch is refused, as POST /tasks is.
+    const refused = await t.call('POST', '/tasks/submit-batch', { body: { tasks: [task('g')] }, idem: idem() });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.body.error.code).toBe('PLAN_LIMIT_REACHED');
+  });
 });

@@ -42,9 +42,9 @@ export class Limits {
     if (!policy.read && !policy.recovery) this.checkOperations(org, plan.operationsPerMonth, nowMs);
     const load = this.ledger.loadOf(org.id);
     if (policy.claims && plan.agentsAtOnce !== null && this.leasesLeft(org.id, plan.agentsAtOnce) < 1) throw this.concurrencyLimited(org);
-    if (policy.createsTasks && plan.activeTasks !== null && load.activeTasks + units > plan.activeTasks) {
-      throw new BatonError('PLAN_LIMIT_REACHED', `active tasks: the organization has ${load.activeTasks} PENDING or RUNNING, its plan allows ${plan.activeTasks}`, undefined, loadRetryMs);
-    }
+    // A submit-batch is refused whole only when not one of its items could create a task; the
+    // room left is then for its items, one by one (taskRoom, decisions §8).
+    if (policy.createsTasks && plan.activeTasks !== null && load.activeTasks >= plan.activeTasks) throw activeTasksReached(load.activeTasks, plan.activeTasks);
     if (policy.createsRuns && plan.activeRuns !== null && load.activeRuns + 1 > plan.activeRuns) {
       throw new BatonError('PLAN_LIMIT_REACHED', `active runs: the organization has ${load.activeRuns} ACTIVE, its plan allows ${plan.activeRuns}`, undefined, loadRetryMs);
     }
@@ -78,6 +78,16 @@ export class Limits {
     return Math.max(0, agentsAtOnce - this.ledger.loadOf(orgId).liveLeases - this.ledger.heldLeasesOf(orgId));
   }
 
+  /**
+   * How many more tasks the organization may create now (decisions §9, active tasks), as this
+   * server counts them; undefined when its plan has no cap. A submit-batch creates at most this
+   * many, and answers its further creating items PLAN_LIMIT_REACHED, as POST /tasks would.
+   */
+  taskRoom(org: Org): number | undefined {
+    const cap = effectiveLimits(org).activeTasks;
+    return cap === null ? undefined : Math.max(0, cap - this.ledger.loadOf(org.id).activeTasks);
+  }
+
   /** Counts what a call that ran (not a replay) did: its operations, the leases and tasks it added. */
   record(orgId: string, policy: RoutePolicy, result: CallResult, ticket: RateTicket | undefined, nowMs: number): number {
     const succeeded = itemsSucceeded(result);
@@ -104,6 +114,11 @@ export class Limits {
     if (used < perMonth) return;
     throw new BatonError('OPERATIONS_EXHAUSTED', `the Free plan's ${perMonth} operations this month are used (${used}); work already running can finish`, undefined, nextMonthMs(nowMs) - nowMs);
   }
+}
+
+/** PLAN_LIMIT_REACHED for active tasks, come back in a second (decisions §9). */
+export function activeTasksReached(active: number, cap: number): BatonError {
+  return new BatonError('PLAN_LIMIT_REACHED', `active tasks: the organization has ${active} PENDING or RUNNING, its plan allows ${cap}`, undefined, loadRetryMs);
 }
 
 /** 2xx replies that did something: a batch's successful items, a claim batch's deliveries, else one (204, an empty claim, is none). */

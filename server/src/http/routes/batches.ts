@@ -1,4 +1,4 @@
-import { admission, deliveryBatches, messageBatches, readyTopicsOf, schemas, taskBatches, type BatonError, type ItemOutcome, type OpContext } from '@baton/core';
+import { admission, deliveryBatches, effectiveLimits, messageBatches, readyTopicsOf, schemas, taskBatches, type BatonError, type ItemOutcome, type OpContext } from '@baton/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
@@ -9,6 +9,7 @@ import { pollClaim } from '../claim-poll';
 import { attemptOperation, sendOutcome, type Outcome } from '../operation';
 import { applyJudged, itemsJudgedAlone, judgeItems, type UnjudgedItem } from '../batch-items';
 import { errorReplies } from './schema-helpers';
+import { activeTasksReached } from '../../limits/limits';
 
 const write = { access: { anyOf: ['coordination_write' as const] } };
 
@@ -80,7 +81,7 @@ export function batchRoutes(deps: AppDeps) {
       },
     }, async (request, reply) =>
       runBatch(request, reply, true, async (ctx, requestId) => {
-        const outcomes = await applyJudged(judgeItems(request.body.tasks, schemas.taskSubmitBody), (tasks) => taskBatches.submitMany(ctx, tasks));
+        const outcomes = await applyJudged(judgeItems(request.body.tasks, schemas.taskSubmitBody), (tasks) => taskBatches.submitMany(ctx, tasks, createRoomOf(deps, request)));
         return createdReplies(outcomes, (submitted) => submitted.reply, requestId);
       }));
 
@@ -124,6 +125,19 @@ export function batchRoutes(deps: AppDeps) {
       schema: { ...deliveryBatch('renew'), body: itemsJudgedAlone('items', schemas.renewBatchBody), response: { 200: schemas.renewBatchReply, ...errorReplies(409, 422) } },
     }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => deliveryReplies(request.body.items, schemas.renewBatchItem, (items) => deliveryBatches.renewMany(ctx, items), requestId)));
   };
+}
+
+/**
+ * What a submit-batch may still create under the plan's active tasks, as the limits count them
+ * (decisions §8: each item checked against its single route's limits). Read when the batch runs,
+ * so a transaction run again reads it again.
+ */
+function createRoomOf(deps: AppDeps, request: FastifyRequest): taskBatches.CreateRoom | undefined {
+  const org = request.principal!.org;
+  const room = deps.limits.taskRoom(org);
+  if (room === undefined) return undefined;
+  const cap = effectiveLimits(org).activeTasks!;
+  return { room, refusal: () => activeTasksReached(cap - room, cap) };
 }
 
 /** One item of a batch's reply (delivery batches name their message). An error body names the request that ran the batch, as its single route's would (decisions §3). */
