@@ -8,7 +8,7 @@ import { adminToken, clientProcess, fleet, freePort, serverProcess, waitReady } 
 import { faultSchedule, storeFaults, type Fault, type FaultKind } from './faults';
 import { HistoryWriter, readHistory } from './history';
 import { outageNote, unavailableDuringOutages } from './checks/outage';
-import { PostgresCluster } from './postgres-cluster';
+import { PostgresCluster } from '../server/src/testing/postgres-cluster';
 import type { ManagedProcess } from './processes';
 import { roleNames, type ClientConfig } from './roles/context';
 

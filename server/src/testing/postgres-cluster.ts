@@ -5,17 +5,24 @@ import { join } from 'node:path';
 import pg from 'pg';
 
 /**
- * A PostgreSQL cluster of the torture run's own, in a temporary directory on its own port, so
- * the run can restart it (fast and immediate shutdown) and cut its connections without touching
- * the machine's PostgreSQL or other tests that share it. PostgreSQL refuses to run as root: as
- * root, every pg_ctl runs as the `postgres` user.
+ * A PostgreSQL cluster of a run's own (the torture run, the cost benchmarks), in a temporary
+ * directory on its own port, so the run can restart it (fast and immediate shutdown), cut its
+ * connections, or load extensions such as pg_stat_statements without touching the machine's
+ * PostgreSQL or other tests that share it. PostgreSQL refuses to run as root: as root, every
+ * pg_ctl runs as the `postgres` user.
  */
 export class PostgresCluster {
   private constructor(
     private readonly bin: string,
     private readonly dir: string,
     readonly port: number,
+    private readonly settings: Readonly<Record<string, string>>,
   ) {}
+
+  /** The server's log file: auto_explain and slow statements land here. */
+  get logPath(): string {
+    return join(this.dir, 'log');
+  }
 
   get url(): string {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
@@ -25,18 +32,23 @@ export class PostgresCluster {
     return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${this.port}/postgres`;
   }
 
-  static async create(port: number): Promise<PostgresCluster> {
+  /**
+   * `settings` are server parameters given at every start (`-c name=value`), e.g.
+   * `{ shared_preload_libraries: 'pg_stat_statements' }`.
+   */
+  static async create(port: number, settings: Readonly<Record<string, string>> = {}): Promise<PostgresCluster> {
     const bin = postgresBin();
-    const dir = mkdtempSync(join(tmpdir(), 'baton-torture-pg-'));
+    const dir = mkdtempSync(join(tmpdir(), 'baton-pg-'));
     if (process.getuid?.() === 0) chownSync(dir, pgUid(), pgGid());
-    const cluster = new PostgresCluster(bin, dir, port);
+    const cluster = new PostgresCluster(bin, dir, port, settings);
     cluster.run('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
     await cluster.start();
     return cluster;
   }
 
   async start(): Promise<void> {
-    const options = `-p ${this.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${this.dir} -c max_connections=200`;
+    const extra = Object.entries(this.settings).map(([name, value]) => ` -c ${name}=${value}`).join('');
+    const options = `-p ${this.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${this.dir} -c max_connections=200${extra}`;
     this.run('pg_ctl', ['-D', join(this.dir, 'data'), '-o', options, '-l', join(this.dir, 'log'), '-w', '-t', '60', 'start']);
   }
 
@@ -85,7 +97,7 @@ function postgresBin(): string {
   const root = '/usr/lib/postgresql';
   const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
   const found = versions.map((v) => join(root, v, 'bin')).find((bin) => existsSync(join(bin, 'initdb')));
-  if (!found) throw new Error('torture: PostgreSQL binaries not found (set PG_BIN to the directory holding initdb and pg_ctl)');
+  if (!found) throw new Error('PostgreSQL binaries not found (set PG_BIN to the directory holding initdb and pg_ctl)');
   return found;
 }
 
