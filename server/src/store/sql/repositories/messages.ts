@@ -28,6 +28,13 @@ function toCandidate(row: Row): Candidate {
   return { message, claimed: true, task: row.t_id === null ? undefined : toTask(movedTask(row)) };
 }
 
+/**
+ * The live (READY or CLAIMED) messages of one mailbox, or of the whole space when `mailbox` is
+ * '' : a sum over the slots of message_counts (migration 028), at most 64 rows. `$1` is the space.
+ */
+const liveCount = (mailbox: string): string =>
+  `(SELECT coalesce(sum(live), 0) FROM message_counts WHERE space_id = $1 AND mailbox_id = ${mailbox})`;
+
 const mailboxColumns = 'space_id, id, name, mode, recipient_id, backlog_limit, created_at, updated_at';
 
 function toMailbox(r: Row): Mailbox {
@@ -121,12 +128,12 @@ export function sqlMailboxes(q: SqlQueryable): MailboxRepository {
       return { mailbox: toMailbox(row), scopeIds: [scopeId, ...below] };
     },
     async getForSend(spaceId, id, spaceCap) {
-      // The counts are countLive's, capped by the row's own backlog_limit, so they ride in the
-      // mailbox's statement instead of waiting for it.
+      // The counts are countLive's, read from message_counts (migration 028) in the mailbox's
+      // statement: a few rows whatever the backlog.
       const [row] = await q.query<Row & { in_mailbox: unknown; in_space: unknown }>(
         `SELECT ${mailboxColumns},
-           (SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.space_id = $1 AND m.mailbox_id = $2 AND m.state IN ('READY', 'CLAIMED') LIMIT mb.backlog_limit) l) AS in_mailbox,
-           (SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.space_id = $1 AND m.state IN ('READY', 'CLAIMED') LIMIT $3) s) AS in_space
+           least(${liveCount('$2')}, mb.backlog_limit) AS in_mailbox,
+           least(${liveCount("''")}, $3) AS in_space
          FROM mailboxes mb WHERE space_id = $1 AND id = $2`,
         [spaceId, id, spaceCap],
       );
@@ -286,10 +293,9 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       return rows.map(toMessage);
     },
     async countLive(spaceId, mailboxId, caps) {
-      // Two capped counts in one round trip; each LIMIT stops the index scan at its cap.
+      // Capped as the interface asks, though message_counts knows the exact figure.
       const [row] = await q.query<{ in_mailbox: unknown; in_space: unknown }>(
-        `SELECT (SELECT count(*) FROM (SELECT 1 FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND state IN ('READY', 'CLAIMED') LIMIT $3) m) AS in_mailbox,
-                (SELECT count(*) FROM (SELECT 1 FROM messages WHERE space_id = $1 AND state IN ('READY', 'CLAIMED') LIMIT $4) s) AS in_space`,
+        `SELECT least(${liveCount('$2')}, $3) AS in_mailbox, least(${liveCount("''")}, $4) AS in_space`,
         [spaceId, mailboxId, caps.mailbox, caps.space],
       );
       return { mailbox: toInt(row?.in_mailbox ?? 0), space: toInt(row?.in_space ?? 0) };
@@ -392,26 +398,19 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       return rows.map(toMessage);
     },
     async census(limit) {
-      // Two groupings, each over a partial index: `live` over messages_live (READY and CLAIMED
-      // rows), `dead` over messages_dead (migration 016). Neither touches an ACKED or CANCELLED
-      // row, so the cost follows the backlog, not the history. Only the `limit` mailboxes kept
-      // are named from mailboxes.
+      // The counts come from message_counts (migration 028), a few rows per mailbox; only the
+      // `limit` mailboxes kept are named from mailboxes and have their oldest READY row found,
+      // over messages_ready: their READY rows, never their ACKED or CANCELLED history.
       const rows = await q.query<Row>(
-        `WITH live AS (
-           SELECT space_id, mailbox_id,
-             count(*) FILTER (WHERE state = 'READY') AS ready,
-             count(*) FILTER (WHERE state = 'CLAIMED') AS claimed,
-             min(created_at) FILTER (WHERE state = 'READY') AS oldest_ready_at
-           FROM messages WHERE state IN ('READY', 'CLAIMED') GROUP BY space_id, mailbox_id
-         ), dead AS (
-           SELECT space_id, mailbox_id, count(*) AS dead FROM messages WHERE state = 'DEAD' GROUP BY space_id, mailbox_id
+        `WITH counted AS (
+           SELECT space_id, mailbox_id, sum(live) - sum(claimed) AS ready, sum(claimed) AS claimed, sum(dead) AS dead
+           FROM message_counts WHERE mailbox_id <> '' GROUP BY space_id, mailbox_id
+           HAVING sum(live) > 0 OR sum(dead) > 0
          ), ranked AS (
-           SELECT space_id, mailbox_id, coalesce(live.ready, 0) AS ready, coalesce(live.claimed, 0) AS claimed, coalesce(dead.dead, 0) AS dead, live.oldest_ready_at
-           FROM live FULL JOIN dead USING (space_id, mailbox_id)
-           ORDER BY coalesce(live.ready, 0) + coalesce(live.claimed, 0) DESC, coalesce(dead.dead, 0) DESC, space_id, mailbox_id
-           LIMIT $1
+           SELECT * FROM counted ORDER BY ready + claimed DESC, dead DESC, space_id, mailbox_id LIMIT $1
          )
-         SELECT r.space_id, r.mailbox_id, mb.name, r.ready, r.claimed, r.dead, r.oldest_ready_at
+         SELECT r.space_id, r.mailbox_id, mb.name, r.ready, r.claimed, r.dead,
+           (SELECT min(m.created_at) FROM messages m WHERE m.space_id = r.space_id AND m.mailbox_id = r.mailbox_id AND m.state = 'READY') AS oldest_ready_at
          FROM ranked r JOIN mailboxes mb ON mb.space_id = r.space_id AND mb.id = r.mailbox_id
          ORDER BY r.ready + r.claimed DESC, r.dead DESC, r.space_id, r.mailbox_id`,
         [limit],
