@@ -59,7 +59,7 @@ describe.each(storeTargets().filter((t) => t.name !== 'memory'))('message counts
       );
     } else if (s.kind === 'finish') {
       await store.transaction(async (tx) => {
-        const claimed = (await Promise.all(mailboxes.map((b) => tx.messages.list(spaceId, b.id, ['CLAIMED'], undefined, 100)))).flat();
+        const claimed = (await Promise.all(mailboxes.map((b) => tx.messages.list(spaceId, b.id, ['CLAIMED'], null, 100)))).flat();
         if (claimed.length === 0) return;
         const m = claimed[s.pick % claimed.length]!;
         const lease = { tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, claimed: null };
@@ -72,7 +72,7 @@ describe.each(storeTargets().filter((t) => t.name !== 'memory'))('message counts
 
   async function truthOf(store: Store, mailboxes: Mailbox[]): Promise<Truth> {
     return store.read(async (tx) => {
-      const all = (await Promise.all(mailboxes.map((b) => tx.messages.list(tenant.spaceId, b.id, null, undefined, 10_000)))).flat();
+      const all = (await Promise.all(mailboxes.map((b) => tx.messages.list(tenant.spaceId, b.id, null, null, 10_000)))).flat();
       const live = (m: { state: string }): boolean => m.state === 'READY' || m.state === 'CLAIMED';
       return {
         live: mailboxes.map((b) => all.filter((m) => m.mailboxId === b.id && live(m)).length),
