@@ -73,27 +73,6 @@ const scopeParam = (scopeIds: readonly string[]): SqlParam => {
   return scopeIds.length === 1 ? scopeIds[0]! : scopeIds;
 };
 
-/**
- * Runs a claim with sorting ruled out of its plan when it names one scope, so that the plan can
- * only walk a partial index of READY rows in seq order and stop at the first it can lock. Seen
- * in drains (auto_explain, docs/benchmarks.md): on a table without statistics for the mailbox
- * columns yet (new, or grown since its last ANALYZE), and likewise for any mailbox far larger
- * than the average one, the planner expects a row or two and chooses to read every READY or
- * CLAIMED row of the mailbox (messages_live) and sort them: 7 ms a claim at 6,000 READY. Sorting
- * is never the right plan for a one-scope claim; a claim over several scopes needs it (no index
- * gives seq order across scopes). SET LOCAL ends with the transaction; the second SET gives the
- * rest of it back the default. Both ride in round trips that happen anyway.
- */
-async function inSeqOrder<T>(q: SqlQueryable, scopeIds: readonly string[], claim: () => Promise<T>): Promise<T> {
-  if (scopeIds.length !== 1) return claim();
-  await q.write('SET LOCAL enable_sort = off');
-  try {
-    return await claim();
-  } finally {
-    await q.write('SET LOCAL enable_sort TO DEFAULT');
-  }
-}
-
 export function sqlMailboxes(q: SqlQueryable): MailboxRepository {
   return {
     async insert(m) {
@@ -305,15 +284,13 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // other claims hold (SKIP LOCKED); the UPDATE claims it. Concurrent claims never wait on
       // each other and never take one message twice. `state = 'READY'` again on the outer row
       // is belt and braces: the locked row is re-checked against the subquery's WHERE anyway.
-      const [row] = await inSeqOrder(q, c.scopeIds, () =>
-        q.query<Row>(
-          `UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-           WHERE space_id = $1 AND state = 'READY' AND id = (
-             SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
-             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-           RETURNING ${messageColumns}`,
-          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
-        ),
+      const [row] = await q.query<Row>(
+        `UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+         WHERE space_id = $1 AND state = 'READY' AND id = (
+           SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
+           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING ${messageColumns}`,
+        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
       );
       return row && toMessage(row);
     },
@@ -325,22 +302,20 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // moved task (t_ columns, NULL when the task had ended), or else the locked candidate as it
       // was (a data-modifying CTE's effects are invisible to the rest of its statement, so the
       // second branch reads the pre-claim row).
-      const rows = await inSeqOrder(q, c.scopeIds, () =>
-        q.query<Row & { taken: unknown; t_id: unknown }>(
-          `WITH candidate AS (
-             SELECT id FROM messages
-             WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
-             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
-           ), taken AS (
-             UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-             FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
-             RETURNING ${qualified('m')}
-           ), moved AS (${moveClaimedTasks})
-           SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON true
-           UNION ALL
-           SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
-          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
-        ),
+      const rows = await q.query<Row & { taken: unknown; t_id: unknown }>(
+        `WITH candidate AS (
+           SELECT id FROM messages
+           WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
+           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+         ), taken AS (
+           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+           FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
+           RETURNING ${qualified('m')}
+         ), moved AS (${moveClaimedTasks})
+         SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON true
+         UNION ALL
+         SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
+        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
       );
       const [row] = rows;
       assert(rows.length <= 1, `claimCandidate answered ${rows.length} rows`);
@@ -348,20 +323,17 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     },
     async claimMany(c) {
       // claimNext for up to N rows: `picked` locks the oldest READY ones (SKIP LOCKED), and each
-      // gets one of the token hashes. Numbered in no particular order: ordering them would need a
-      // sort, which this claim's enable_sort = off prices out of every plan (the caller finds each
-      // row's token by its hash).
-      const rows = await inSeqOrder(q, c.scopeIds, () =>
-        q.query<Row>(
-          `WITH picked AS (
-             SELECT id, seq FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
-             ORDER BY seq LIMIT $9 FOR UPDATE SKIP LOCKED
-           ), numbered AS (SELECT id, row_number() OVER () AS k FROM picked)
-           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-           FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.state = 'READY'
-           RETURNING ${qualified('m')}`,
-          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.tokenHashes.length],
-        ),
+      // gets one of the token hashes. Numbered in no particular order: ordering them would cost a
+      // sort for nothing (the caller finds each row's token by its hash).
+      const rows = await q.query<Row>(
+        `WITH picked AS (
+           SELECT id, seq FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
+           ORDER BY seq LIMIT $9 FOR UPDATE SKIP LOCKED
+         ), numbered AS (SELECT id, row_number() OVER () AS k FROM picked)
+         UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+         FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.state = 'READY'
+         RETURNING ${qualified('m')}`,
+        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.tokenHashes.length],
       );
       return rows.map(toMessage).sort((a, b) => a.seq - b.seq);
     },
@@ -369,31 +341,30 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // claimCandidate for up to N rows, in one statement: `candidate` locks the oldest READY task
       // deliveries after afterSeq, `taken` claims those that need nothing (each with one of the
       // token hashes, as claimMany), `moved` moves their tasks; the final SELECT answers the claimed
-      // rows with their moved tasks and the locked ones with requirements as they were.
-      const rows = await inSeqOrder(q, c.scopeIds, () =>
-        q.query<Row & { taken: unknown; t_id: unknown }>(
-          `WITH candidate AS (
-             SELECT id, seq FROM messages
-             WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
-             ORDER BY seq LIMIT $10 FOR UPDATE SKIP LOCKED
-           ), numbered AS (SELECT id, row_number() OVER () AS k FROM candidate
-           ), taken AS (
-             UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-             FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.requirements IS NULL
-             RETURNING ${qualified('m')}
-           ), moved AS (${moveClaimedTasks})
-           SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON moved.id = taken.task_id
-           UNION ALL
-           SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN numbered ON m.space_id = $1 AND m.id = numbered.id WHERE m.requirements IS NOT NULL`,
-          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq, c.tokenHashes.length],
-        ),
+      // rows with their moved tasks and the locked ones with requirements as they were. `free`
+      // rides with the lock, so only rows with requirements are read a second time.
+      const rows = await q.query<Row & { taken: unknown; t_id: unknown }>(
+        `WITH candidate AS (
+           SELECT id, seq, requirements IS NULL AS free FROM messages
+           WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
+           ORDER BY seq LIMIT $10 FOR UPDATE SKIP LOCKED
+         ), numbered AS (SELECT id, free, row_number() OVER () AS k FROM candidate
+         ), taken AS (
+           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+           FROM numbered WHERE numbered.free AND m.space_id = $1 AND m.id = numbered.id
+           RETURNING ${qualified('m')}
+         ), moved AS (${moveClaimedTasks})
+         SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON moved.id = taken.task_id
+         UNION ALL
+         SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM numbered JOIN messages m ON m.space_id = $1 AND m.id = numbered.id WHERE NOT numbered.free`,
+        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq, c.tokenHashes.length],
       );
       return rows.map(toCandidate).sort((a, b) => a.message.seq - b.message.seq);
     },
     async claimExpired(nowMs, limit) {
       const rows = await q.query<Row>(
-        `SELECT ${messageColumns} FROM messages WHERE state = 'CLAIMED' AND lease_expires_at <= $1 ORDER BY lease_expires_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED`,
-        [timeParam(nowMs), limit],
+      `SELECT ${messageColumns} FROM messages WHERE state = 'CLAIMED' AND lease_expires_at <= $1 ORDER BY lease_expires_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      [timeParam(nowMs), limit],
       );
       return rows.map(toMessage);
     },
