@@ -62,10 +62,10 @@ export function startBanner(f: BannerFacts): string {
     const { org, space } = f.existing;
     lines.push(
       planLine(org.name, org.id, org.plan, effectiveLimits(org)),
-      'Its key was printed on the first start only. For a snippet:',
+      `${space ? `Its space "${space.name}" is below; its` : 'Its'} key was printed on the first start only. For a snippet:`,
       '',
       `  export BATON_URL=${f.address}`,
-      ...(space ? [`  export BATON_SPACE=${space.id}   # space "${space.name}"`] : []),
+      ...(space ? [`  export BATON_SPACE=${space.id}`] : []),
       '  # BATON_KEY: the key printed on the first start',
       `  # ${keyAdvice(org.id, f.adminEnabled)}`,
       `  # BATON_SCOPE: any UUID, e.g. export BATON_SCOPE=$(node -e "console.log(crypto.randomUUID())")`,
