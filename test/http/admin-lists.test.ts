@@ -51,7 +51,7 @@ describe.each(storeTargets())('operator lists of organizations, spaces and keys 
   });
 
   it('pages organizations created in the same millisecond by id, so none is lost between pages', async () => {
-    const created = [];
+    const created: string[] = [];
     for (let i = 0; i < 5; i++) created.push((await server.admin('POST', '/orgs', { name: `same-ms-${i}` })).body.id as string);
     const { items } = await everyPage(server, '/orgs', 1);
     const ids = items.map((o) => o.id as string);

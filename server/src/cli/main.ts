@@ -71,7 +71,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env, 
     .addHelpText('after', environmentHelp);
 
   program
-    .command('start', { isDefault: true })
+    .command('start')
     .description('Start the server (the same as `npm start`, and what `baton-server` alone does); the first start on an empty store creates organization "dev" and prints its URL, space, key and a scope')
     .option('--host <host>', 'where to listen (HOST, default 127.0.0.1)')
     .option('--port <port>', 'where to listen (PORT, default 8080)')
@@ -148,8 +148,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env, 
     .action((ms: number) => admin((api) => api.request('POST', '/clock/advance', { ms }))());
 
   try {
-    // `baton admin orgs ...` was the command before; it still works.
-    await program.parseAsync(argv[0] === 'admin' ? argv.slice(1) : argv, { from: 'user' });
+    // Nothing at all starts the server (`npx baton-server`); `baton admin orgs ...` was the
+    // command before and still works. A default command in commander would take a mistyped
+    // command as its argument, so neither is one.
+    const words = argv.length === 0 ? ['start'] : argv[0] === 'admin' ? argv.slice(1) : argv;
+    await program.parseAsync(words, { from: 'user' });
     return code;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? exitCodes.ok : exitCodes.usage;
