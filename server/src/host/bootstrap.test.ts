@@ -1,4 +1,4 @@
-import { effectiveLimits, MemoryStore, SeededRandom } from '@baton/core';
+import { effectiveLimits, MemoryStore, SeededRandom, spaceLimits } from '@baton/core';
 import { describe, expect, it } from 'vitest';
 import { bootstrapDev, firstTenant } from './bootstrap';
 import { keyIdOf, secretMatches } from './secrets';
@@ -25,6 +25,8 @@ describe('dev bootstrap', () => {
     const org = await store.read((tx) => tx.orgs.get(dev!.orgId));
     expect(org!.plan).toBe('ENTERPRISE');
     expect(effectiveLimits(org!)).toMatchObject({ operationsPerMonth: null, requestsPerMinute: null, agentsAtOnce: null, activeRuns: null, activeTasks: null, spaces: null, apiKeys: null });
+    const space = await store.read((tx) => tx.spaces.get(dev!.spaceId));
+    expect(spaceLimits(space!, org!)).toMatchObject({ requestsPerMinute: null, maxBacklog: 100_000 });
   });
 
   it('takes the plan it is given: FREE is the hosted default, with its caps', async () => {
@@ -33,6 +35,7 @@ describe('dev bootstrap', () => {
     const org = await store.read((tx) => tx.orgs.get(dev!.orgId));
     expect(org).toMatchObject({ plan: 'FREE', limits: null });
     expect(effectiveLimits(org!)).toMatchObject({ requestsPerMinute: 600, activeTasks: 1_000 });
+    expect(await store.read((tx) => tx.spaces.get(dev!.spaceId))).toMatchObject({ limits: null });
   });
 
   it('finds the bootstrapped organization and its space on a later start', async () => {

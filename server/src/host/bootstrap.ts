@@ -27,6 +27,13 @@ export const uncappedLimits: Partial<PlanLimits> = {
 };
 
 /**
+ * The dev space's backlog when its organization is uncapped: as many READY or CLAIMED messages
+ * as the largest mailbox holds (backlogLimit at most 100,000), not the default 1,000 a batch of
+ * a few thousand tasks would meet as 429 BACKLOG_FULL. PUT /limits changes it like any other.
+ */
+export const uncappedSpaceBacklog = 100_000;
+
+/**
  * decisions §1 and §11: on a store with no organization, create organization `dev` on `plan`
  * (ENTERPRISE with no caps unless told otherwise), space `default` and one key with all four
  * permissions. Returns undefined when the store already has an organization.
@@ -37,7 +44,9 @@ export async function bootstrapDev(store: Store, nowMs: number, random: Random, 
     if ((await tx.orgs.count()) > 0) return undefined;
     const ctx = { tx, nowMs, random };
     const org = await tenancy.createOrg(ctx, { name: 'dev', plan, limits: plan === 'ENTERPRISE' ? uncappedLimits : undefined });
-    const space = await tenancy.createSpace(ctx, org.id, 'default');
+    const created = await tenancy.createSpace(ctx, org.id, 'default');
+    const space = plan === 'ENTERPRISE' ? { ...created, limits: { maxBacklog: uncappedSpaceBacklog } } : created;
+    if (space !== created) await tx.spaces.update(space);
     await tenancy.createKey(ctx, org.id, { name: 'dev', permissions: ['coordination_read', 'coordination_write', 'resource_config', 'usage_read'] }, keyId, secretHash);
     return { orgId: org.id, spaceId: space.id, keyId, secret, org, space };
   });
