@@ -6,8 +6,12 @@ import type { AppDeps } from '../deps';
 
 const orgParams = z.object({ orgId: schemas.uuidInput });
 const tags = ['admin'];
-/** What an operator's read can answer besides 200: a bad query, no or a wrong token, no such organization, the store out of reach. */
-const errors = (...statuses: number[]) => Object.fromEntries([400, 401, ...statuses, 503].map((s) => [s, schemas.errorEnvelope]));
+/**
+ * What an operator's read can answer besides 200: a bad query (400), no or a wrong token (401),
+ * no such organization or no operator API at all without BATON_ADMIN_TOKEN (404), the store out
+ * of reach or a drain (503).
+ */
+const errors = Object.fromEntries([400, 401, 404, 503].map((s) => [s, schemas.errorEnvelope]));
 
 /**
  * The operator's reads (decisions §11): organizations, their spaces and their keys, so that the
@@ -23,7 +27,7 @@ export function adminListRoutes(app: FastifyInstance, deps: AppDeps): void {
       summary: 'List organizations',
       description: 'Every organization, oldest first, with its plan and the limits in force. Follow nextCursor for the next page.',
       querystring: schemas.adminListQuery,
-      response: { 200: schemas.orgPage.describe('A page of organizations'), ...errors() },
+      response: { 200: schemas.orgPage.describe('A page of organizations'), ...errors },
     },
   }, async (request) => deps.store.read((tx) => tenancy.listOrgs(tx, request.query)));
 
@@ -35,7 +39,7 @@ export function adminListRoutes(app: FastifyInstance, deps: AppDeps): void {
       description: 'The organization\'s spaces, oldest first. Follow nextCursor for the next page.',
       params: orgParams,
       querystring: schemas.adminListQuery,
-      response: { 200: schemas.spacePage.describe('A page of spaces'), ...errors(404) },
+      response: { 200: schemas.spacePage.describe('A page of spaces'), ...errors },
     },
   }, async (request) => deps.store.read((tx) => tenancy.listSpaces(tx, request.params.orgId, request.query)));
 
@@ -47,7 +51,7 @@ export function adminListRoutes(app: FastifyInstance, deps: AppDeps): void {
       description: 'The organization\'s keys, revoked ones too, oldest first, without secrets: Baton keeps only their hashes. With spaceId, only the keys that may use that space.',
       params: orgParams,
       querystring: schemas.keyListQuery,
-      response: { 200: schemas.keyPage, ...errors(404) },
+      response: { 200: schemas.keyPage, ...errors },
     },
   }, async (request) => deps.store.read((tx) => tenancy.listKeys(tx, request.params.orgId, request.query)));
 }
