@@ -69,4 +69,10 @@ describe('baton-server, the command', () => {
     expect(await stopServerProcess(server)).toBe(0);
     expect(await exited(server)).toBe(0);
   }, 180_000);
+
+  it('starts the server when given no command at all (npx baton-server): a bad setting is refused as start refuses it', async () => {
+    const bare = await execCli([], { PORT: 'eighty' });
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('baton: PORT must be 0 to 65535, got eighty');
+  });
 });
