@@ -81,7 +81,8 @@ const tagGroups: Array<{ name: string; tags: Array<{ name: string; description: 
 export function applyContract<T>(generated: T): T {
   const doc = generated as Json;
   doc.info = { ...doc.info, ...info };
-  doc.servers = [{ url: 'http://localhost:8080', description: 'A local server (`npm start`)' }];
+  // Relative: the server that serves the document is the one to call (try-it-out at /docs included).
+  doc.servers = [{ url: '/', description: 'The server serving this document' }];
   doc.tags = tagGroups.flatMap((group) => group.tags);
   doc['x-tagGroups'] = tagGroups.map((group) => ({ name: group.name, tags: group.tags.map((tag) => tag.name) }));
   doc.components = {
@@ -96,7 +97,30 @@ export function applyContract<T>(generated: T): T {
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
     for (const [method, operation] of Object.entries<Json>(item)) describe(method.toUpperCase(), path, operation);
   }
+  dropUnusedSchemas(doc);
   return generated;
+}
+
+/**
+ * fastify-type-provider-zod registers an input twin (`TaskInput`) of every schema with an id,
+ * used only where the schema is a request body; the others are dropped so a generated client
+ * carries no dead types. Repeats until nothing more goes (a dropped schema may have held the last
+ * reference to another).
+ */
+function dropUnusedSchemas(doc: Json): void {
+  const schemas: Json = doc.components?.schemas ?? {};
+  for (let dropped = true; dropped; ) {
+    dropped = false;
+    const text = JSON.stringify(doc);
+    for (const name of Object.keys(schemas)) {
+      const uses = text.split(`"#/components/schemas/${name}"`).length - 1;
+      const selfUses = JSON.stringify(schemas[name]).split(`"#/components/schemas/${name}"`).length - 1;
+      if (uses === selfUses) {
+        delete schemas[name];
+        dropped = true;
+      }
+    }
+  }
 }
 
 /** The key of an operation in operations.ts. */
@@ -126,7 +150,7 @@ function describe(method: string, path: string, operation: Json): void {
   if (contract.replies?.[204]) statuses.add(204);
   const described: Json = {};
   for (const status of [...statuses].sort((a, b) => a - b)) {
-    described[status] = status < 300 ? success(status, method, responses[status], contract, write) : errorReply(status, codes);
+    described[status] = status < 300 ? success(status, method, responses[status], contract, write) : errorReply(status, codes, admin ? 'operator' : 'user');
   }
   operation.responses = described;
 }

@@ -35,7 +35,7 @@ const statusText: Record<number, string> = {
   401: 'UNAUTHENTICATED: no bearer key, or the key is unknown or revoked.',
   403: 'FORBIDDEN: the key may not act in this space, or lacks the permission the operation needs.',
   404: 'NOT_FOUND: the space, or an id or name the call refers to, does not exist (or belongs to another organization).',
-  409: 'The current state does not allow the call (the message names it), or IDEMPOTENCY_KEY_IN_FLIGHT: a request with the same Idempotency-Key is still running; retry once it has finished.',
+  409: 'CONFLICT: the current state does not allow the call (the message names it; e.g. its run has ended), or IDEMPOTENCY_KEY_IN_FLIGHT: a request with the same Idempotency-Key is still running; retry once it has finished.',
   413: 'PAYLOAD_TOO_LARGE: the body is over 1 MiB, or a payload, input or result is over the space\'s maxPayloadBytes.',
   422: 'IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was already used in the space with another method, path or body.',
   429: 'A limit refused the call; wait Retry-After seconds, then retry with the same Idempotency-Key.',
@@ -48,7 +48,7 @@ const baseCodes: Record<number, ErrorCode[]> = {
   401: ['UNAUTHENTICATED'],
   403: ['FORBIDDEN'],
   404: ['NOT_FOUND'],
-  409: ['IDEMPOTENCY_KEY_IN_FLIGHT'],
+  409: ['CONFLICT', 'IDEMPOTENCY_KEY_IN_FLIGHT'],
   413: ['PAYLOAD_TOO_LARGE'],
   422: ['IDEMPOTENCY_KEY_REUSED'],
   429: [],
@@ -107,10 +107,13 @@ export function errorExample(code: ErrorCode): Json {
  * The error reply of `status` for an operation that may raise `codes` (its own and the ones its
  * kind of route raises): the description names every code, and each code gets its example.
  */
-export function errorReply(status: number, codes: readonly ErrorCode[]): Json {
-  const all = [...new Set([...baseCodes[status]!, ...codes.filter((code) => errorTable[code].status === status)])];
-  const others = all.filter((code) => !statusText[status]!.includes(code));
-  const description = others.length === 0 ? statusText[status]! : `${statusText[status]} Here also: ${others.join(', ')}.`;
+export function errorReply(status: number, codes: readonly ErrorCode[], api: 'user' | 'operator' = 'user'): Json {
+  // The operator API takes no Idempotency-Key; its 409 is only what the operation raises.
+  const base = api === 'operator' && status === 409 ? [] : baseCodes[status]!;
+  const all = [...new Set([...base, ...codes.filter((code) => errorTable[code].status === status)])];
+  const text = api === 'operator' && status === 409 ? 'The current state does not allow the call (the message names it).' : statusText[status]!;
+  const others = all.filter((code) => !text.includes(code));
+  const description = others.length === 0 ? text : `${text} Here also: ${others.join(', ')}.`;
   const headers: Json = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
   if (status === 429 || status === 503) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
   return {
