@@ -90,7 +90,8 @@ describe('the OpenAPI document and /docs', () => {
   it('declares Retry-After on every 429 reply', () => {
     const tooMany = Object.values(doc.paths as Record<string, Record<string, Json>>).flatMap((ops) => Object.values(ops).map((op) => op.responses?.['429']).filter(Boolean));
     expect(tooMany.length).toBeGreaterThan(3);
-    for (const reply of tooMany) expect(reply.headers['Retry-After'].schema).toEqual({ type: 'integer', minimum: 1 });
+    for (const reply of tooMany) expect(reply.headers['Retry-After']).toEqual({ $ref: '#/components/headers/Retry-After' });
+    expect(doc.components.headers['Retry-After'].schema).toEqual({ type: 'integer', minimum: 1 });
   });
 
   it('has Schema Objects that are valid JSON Schema 2020-12 with no foreign keywords', () => {
