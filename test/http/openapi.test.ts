@@ -140,6 +140,9 @@ describe('the OpenAPI document and /docs', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/html/);
     expect(res.body).toContain('swagger-ui');
+    // Baton's reference, not Fastify's: its title and favicon.
+    expect(res.body).toContain('<title>Baton API reference</title>');
+    expect(res.body).toContain('favicon.svg');
     // The page is empty without its scripts: they are served too, without a key.
     for (const script of ['/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js']) {
       const asset = await server.baton.app.inject({ method: 'GET', url: script });

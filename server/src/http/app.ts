@@ -11,6 +11,7 @@ import { installRequestLog } from './request-log';
 import { installJsonParser } from './json-body';
 import { documentedSchema } from './batch-items';
 import { applyContract, info } from './contract/document';
+import { referencePage } from './contract/reference-page';
 import { adminRoutes } from './routes/admin';
 import { allowanceRoutes } from './routes/allowances';
 import { barrierRoutes } from './routes/barriers';
@@ -97,7 +98,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false, ti
   });
   // The rendered reference of the same document; outside /v1/spaces, so no key is needed, and
   // its routes are hidden from the document.
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  await app.register(fastifySwaggerUi, referencePage);
 
   await app.register(healthRoutes(deps));
   await app.register(metricsRoutes(deps));

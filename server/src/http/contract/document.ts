@@ -97,8 +97,20 @@ export function applyContract<T>(generated: T): T {
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
     for (const [method, operation] of Object.entries<Json>(item)) describe(method.toUpperCase(), path, operation);
   }
+  doc.paths = inReadingOrder(doc.paths ?? {}, doc.tags.map((tag: Json) => tag.name as string));
   dropUnusedSchemas(doc);
   return generated;
+}
+
+/** Paths ordered by their first operation's tag, as the tags are: renderers and generators list them so. */
+function inReadingOrder(paths: Json, tagOrder: string[]): Json {
+  const rank = (item: Json): number => {
+    const tag = (Object.values<Json>(item)[0]?.tags ?? [])[0] as string | undefined;
+    const at = tag === undefined ? -1 : tagOrder.indexOf(tag);
+    return at === -1 ? tagOrder.length : at;
+  };
+  // Array.prototype.sort is stable: within a tag, paths keep the order their routes were registered in.
+  return Object.fromEntries(Object.entries<Json>(paths).sort(([, a], [, b]) => rank(a) - rank(b)));
 }
 
 /**
