@@ -5,7 +5,7 @@ import { DrainController } from '@baton/server/http/deps';
 import { ContractChecker } from '../support/contract-checker';
 import { bodies, caller, createTenant, populate, SecretBook, type Call, type Fixture } from '../support/isolation-fixture';
 import { pathSlots } from '../support/isolation-routes';
-import { startTestServer, type TestServer } from '../support/server';
+import { adminToken, startTestServer, type TestServer } from '../support/server';
 
 /**
  * The server answers what its OpenAPI document says: every operation is called the ways a client
@@ -27,16 +27,20 @@ describe('replies against the OpenAPI document', () => {
   let readOnlyKey: string;
   let writeOnlyKey: string;
   let operations: Array<{ method: string; path: string; op: Json }>;
+  let doc: Json;
+  let checked: TestServer;
+  let orgId: string;
 
   beforeAll(async () => {
     // A sealing key, so destinations can be made; deliveries to hooks.example.com fail quietly.
     server = await startTestServer(new MemoryStore(), { webhooks: { secretKey: Buffer.alloc(32, 7), timeoutMs: 500 } });
-    const doc = (await server.inject('GET', '/v1/openapi.json', {})).body;
+    doc = (await server.inject('GET', '/v1/openapi.json', {})).body;
     checker = new ContractChecker(doc);
-    const checked = checker.checked(server);
+    checked = checker.checked(server);
     call = caller(checked);
     const tenant = await createTenant(checked, 'contract', 1, new SecretBook());
     key = tenant.key;
+    orgId = tenant.orgId;
     readOnlyKey = await tenant.keyWith(['coordination_read']);
     writeOnlyKey = await tenant.keyWith(['coordination_write']);
     fixture = await populate(call, key, tenant.spaceIds[0]!, 'contract', new SecretBook());
@@ -45,6 +49,20 @@ describe('replies against the OpenAPI document', () => {
       .flatMap(([path, item]) => Object.entries<Json>(item).map(([method, op]) => ({ method: method.toUpperCase(), path: path.slice(spacePrefix.length), op })));
   });
   afterAll(async () => server?.close());
+
+  /** Every operator operation with real ids in its path and its request example as the body. */
+  const adminCalls = async (): Promise<Array<{ method: string; url: string; example: unknown }>> => {
+    const keyId = (await server.admin('POST', `/orgs/${orgId}/keys`, { name: 'to-revoke' })).body.id as string;
+    return Object.entries<Json>(doc.paths)
+      .filter(([path]) => path.startsWith('/admin/'))
+      .flatMap(([path, item]) =>
+        Object.entries<Json>(item).map(([method, op]) => ({
+          method: method.toUpperCase(),
+          url: path.replace('{orgId}', orgId).replace('{keyId}', keyId),
+          example: op.requestBody?.content['application/json'].example,
+        })),
+      );
+  };
 
   /** The route's path with the fixture's ids, or `unknown` in every id slot. */
   const urlOf = (path: string, ids: 'fixture' | 'unknown'): string =>
@@ -121,6 +139,42 @@ describe('replies against the OpenAPI document', () => {
       await call('POST', fixture.spaceId, `/mailboxes/${empty.id}/recv-batch`, { key, body: { ...worker, maxMessages: 5 } }),
     ];
     expect(replies.map((r) => r.statusCode)).toEqual([204, 204, 204, 204]);
+    expect(checker.problems).toEqual([]);
+  });
+
+  it("accepts every request example of the document (no 400), on the user's routes and the operator's", async () => {
+    const refused: string[] = [];
+    // The examples go together: consume and wait take units of the allowance createAllowance's example makes (the fixture's has 1).
+    const allowanceExample = operations.find((o) => o.op.operationId === 'createAllowance')!.op.requestBody.content['application/json'].example;
+    const allowance = (await call('POST', fixture.spaceId, '/allowances', { key, body: allowanceExample })).body;
+    for (const { method, path, op } of operations) {
+      const example = op.requestBody?.content['application/json'].example;
+      if (example === undefined) continue;
+      // The long polls' examples wait 20 s; on this manual clock they answer at once instead.
+      const body = typeof example === 'object' && example !== null && 'waitMs' in example ? { ...example, waitMs: 0 } : example;
+      const url = path.startsWith('/allowances/{id}') ? path.replace('{id}', allowance.id) : urlOf(path, 'fixture');
+      const reply = await call(method, fixture.spaceId, url, { key, body });
+      if (reply.statusCode === 400) refused.push(`${method} ${path}: ${JSON.stringify(reply.body.error)}`);
+    }
+    const admin = await adminCalls();
+    for (const { method, url, example } of admin) {
+      if (example === undefined) continue;
+      const reply = await checked.inject(method, url, { authorization: `Bearer ${adminToken}` }, example);
+      if (reply.statusCode === 400) refused.push(`${method} ${url}: ${JSON.stringify(reply.body.error)}`);
+    }
+    expect(refused).toEqual([]);
+    expect(checker.problems).toEqual([]);
+  });
+
+  it("declares what the operator's routes answer: valid calls, no token, bad input, unknown ids", async () => {
+    for (const { method, url, example } of await adminCalls()) {
+      await checked.inject(method, url, { authorization: `Bearer ${adminToken}` }, example);
+      await checked.inject(method, url, {}, example);
+      if (method !== 'GET') await checked.inject(method, url, { authorization: `Bearer ${adminToken}` }, { name: 7, plan: 'GOLD', ms: -1, permissions: [] });
+      if (url.includes('/orgs/') || url.includes('/keys/')) await checked.inject(method, url.replace(/[0-9a-f-]{36}/, randomUUID()), { authorization: `Bearer ${adminToken}` }, example);
+    }
+    const seen = new Set(checker.seen.filter((s) => s.operation.includes(' /admin/')).map((s) => s.operation));
+    expect(seen.size).toBe(Object.keys(doc.paths).filter((p) => p.startsWith('/admin/')).reduce((n, p) => n + Object.keys(doc.paths[p]).length, 0));
     expect(checker.problems).toEqual([]);
   });
 
