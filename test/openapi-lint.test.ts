@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { MemoryStore } from '@baton/core';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { operations } from '@baton/server/http/contract/operations';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server';
@@ -88,6 +90,27 @@ describe('the OpenAPI document as a contract', () => {
       expect(op.responses['204'], id).toBeDefined();
       expect(op.responses['204'].content, id).toBeUndefined();
     }
+  });
+
+  it('shows a written example, valid against its schema, for every patterned string (no value generated from a regular expression)', () => {
+    const ajv = new Ajv2020({ strict: false });
+    addFormats(ajv);
+    const problems: string[] = [];
+    let checked = 0;
+    const walk = (node: unknown, where: string): void => {
+      if (node === null || typeof node !== 'object') return;
+      const schema = node as Json;
+      if (schema.type === 'string' && (schema.pattern || schema.format)) {
+        if (!Array.isArray(schema.examples)) problems.push(`${where}: no example`);
+        else if (!ajv.validate(schema, schema.examples[0])) problems.push(`${where}: example ${JSON.stringify(schema.examples[0])} ${ajv.errorsText()}`);
+        checked++;
+      }
+      for (const [key, child] of Object.entries(schema)) if (key !== 'examples' && key !== 'example') walk(child, `${where}/${key}`);
+    };
+    walk(doc.paths, '#/paths');
+    walk(doc.components.schemas, '#/components/schemas');
+    expect(problems).toEqual([]);
+    expect(checked).toBeGreaterThan(300);
   });
 
   it('reads as Baton\'s: title, description, tags in reading order with the operator\'s last', () => {

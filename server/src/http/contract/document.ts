@@ -1,6 +1,7 @@
 import type { ErrorCode } from '@baton/core';
 import { policyOf } from '../../limits/route-policy';
 import { errorTable } from '../error-status';
+import { addFieldExamples } from './field-examples';
 import { operations, type OperationContract } from './operations';
 import { errorReply, errorStatuses, replyHeaders, type Json } from './responses';
 
@@ -99,6 +100,8 @@ export function applyContract<T>(generated: T): T {
   }
   doc.paths = inReadingOrder(doc.paths ?? {}, doc.tags.map((tag: Json) => tag.name as string));
   dropUnusedSchemas(doc);
+  addFieldExamples(doc.paths);
+  addFieldExamples(doc.components.schemas);
   return generated;
 }
 
