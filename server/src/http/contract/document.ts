@@ -208,7 +208,10 @@ function success(status: number, method: string, generated: Json | undefined, co
   const description = contract.replies?.[status as 200 | 201 | 204] ?? defaultSuccess(status, method, generated);
   // A 204 has no body: no content, so a generated client types its data as never.
   if (status === 204) return { description, headers };
-  return { ...generated, description, headers };
+  const example = contract.replyExamples?.[status as 200 | 201];
+  const media = generated?.content?.['application/json'];
+  const content = example === undefined || !media ? generated?.content : { ...generated!.content, 'application/json': { ...media, example } };
+  return { ...generated, ...(content ? { content } : {}), description, headers };
 }
 
 function defaultSuccess(status: number, method: string, generated: Json | undefined): string {

@@ -26,6 +26,8 @@ export interface OperationContract {
   replies?: Partial<Record<200 | 201 | 204, string>>;
   /** A request body a person would send. */
   example?: unknown;
+  /** Reply bodies as the server sends them, for the operations a newcomer calls first. */
+  replyExamples?: Partial<Record<200 | 201, unknown>>;
 }
 
 // Ids the examples share, so one example's reply reads as the next one's input.
@@ -38,6 +40,9 @@ const orgId = '0f1e2d3c-4b5a-4697-8877-665544332211';
 const spaceId = 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d';
 const worker = { holder: 'summarizer', holderSession: 'summarizer-host1-31337' };
 const token = 'ls_4f9c2e7a1b8d3f6e0c5a9b2d7e1f4a8c';
+
+const claimed = { pools: [{ name: 'gpu', units: 1 }], quotas: [{ name: 'openai-tokens', units: 1 }], budgets: [], workLimit: null };
+const delivery = { messageId, mailboxId, token, leaseExpiresAt: '2026-11-27T17:02:00.000Z', attempt: 1, scopeId, workKey: null };
 
 const created = 'Created.';
 const existing = (what: string): string => `An existing ${what} with the same settings (create-or-join): answered as it is, nothing new is made.`;
@@ -59,6 +64,7 @@ export const operations: Record<string, OperationContract> = {
       subscriberId: 'dashboard',
       requirements: { pools: [{ name: 'gpu', units: 1 }], quotas: [{ name: 'openai-tokens', units: 1 }] },
     },
+    replyExamples: { 201: { taskId, state: 'PENDING', created: true }, 200: { taskId, state: 'RUNNING', created: false } },
   },
   'GET /tasks/{id}': { operationId: 'getTask', summary: 'Get a task and its outcome' },
   'POST /tasks/{id}/cancel': { operationId: 'cancelTask', summary: 'Cancel a task', example: { reason: 'the report was withdrawn' } },
@@ -75,6 +81,7 @@ export const operations: Record<string, OperationContract> = {
       204: 'Nothing was admissible before waitMs ran out. No body; nothing is stored under the Idempotency-Key, so retry with the same or a new one.',
     },
     example: { scopeId, mailboxId, ...worker, leaseSeconds: 120, waitMs: 20000 },
+    replyExamples: { 200: { ...delivery, payload: { documentUrl: 'https://example.com/reports/2026-11.pdf', maxWords: 300 }, claimed, taskId } },
   },
   'POST /tasks/admit-batch': {
     operationId: 'admitDeliveries',
@@ -148,6 +155,7 @@ export const operations: Record<string, OperationContract> = {
       204: 'No message was READY before waitMs ran out. No body; nothing is stored under the Idempotency-Key.',
     },
     example: { scopeId, ...worker, leaseSeconds: 60, waitMs: 20000 },
+    replyExamples: { 200: { ...delivery, payload: { kind: 'reindex', documentId: 'doc-4471' }, claimed: { pools: [], quotas: [], budgets: [], workLimit: null } } },
   },
   'POST /mailboxes/{id}/recv-batch': {
     operationId: 'receiveMessages',
@@ -169,6 +177,7 @@ export const operations: Record<string, OperationContract> = {
     summary: 'Complete a message (and its task)',
     codes: ['LEASE_LOST', 'BACKLOG_FULL'],
     example: { token, result: { payload: { summary: 'Revenue grew 4 % on the month; churn fell.', words: 212 } } },
+    replyExamples: { 200: { state: 'ACKED', resultMessageId: null } },
   },
   'POST /messages/{id}/nack': { operationId: 'nackMessage', summary: 'Give a message back (retry or fail it)', codes: ['LEASE_LOST'], example: { token, retry: true } },
   'POST /messages/complete-batch': {
