@@ -204,7 +204,8 @@ function describeIdempotencyKey(parameter: Json, required: boolean): void {
 
 function success(status: number, method: string, generated: Json | undefined, contract: OperationContract, write: boolean): Json {
   const headers: Json = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
-  if (write) headers['Idempotent-Replayed'] = { $ref: '#/components/headers/Idempotent-Replayed' };
+  // An empty 204 is never stored under its key, so it is never a replay.
+  if (write && status !== 204) headers['Idempotent-Replayed'] = { $ref: '#/components/headers/Idempotent-Replayed' };
   const description = contract.replies?.[status as 200 | 201 | 204] ?? defaultSuccess(status, method, generated);
   // A 204 has no body: no content, so a generated client types its data as never.
   if (status === 204) return { description, headers };

@@ -113,7 +113,7 @@ export function errorReply(status: number, codes: readonly ErrorCode[], api: 'us
   const all = [...new Set([...base, ...codes.filter((code) => errorTable[code].status === status)])];
   const text = api === 'operator' && status === 409 ? 'The current state does not allow the call (the message names it).' : statusText[status]!;
   const others = all.filter((code) => !text.includes(code));
-  const description = others.length === 0 ? text : `${text} Here also: ${others.join(', ')}.`;
+  const description = others.length === 0 ? text : `${text} ${base.length === 0 ? 'Codes' : 'On this operation also'}: ${others.join(', ')}.`;
   const headers: Json = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
   if (status === 429 || status === 503) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
   return {
