@@ -171,5 +171,5 @@ describe('@baton/runtime from its npm pack tarball, outside the workspace', () =
     } finally {
       if (worker.exitCode === null) worker.kill('SIGKILL');
     }
-  }, 240_000);
+  }, 300_000);
 });
