@@ -128,6 +128,15 @@ describe('@baton/runtime from its npm pack tarball, outside the workspace', () =
     return dir;
   }
 
+  it('is clean under arethetypeswrong: every resolution mode finds JavaScript and types of its own kind', async () => {
+    const attw = join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js');
+    const { stdout } = await run(process.execPath, [attw, tarball, '--format', 'json'], { cwd: scratch });
+    const report = JSON.parse(stdout) as { problems: Record<string, unknown>; analysis: { entrypoints: Record<string, { resolutions: Record<string, { resolution?: { fileName: string } }> }> } };
+    expect(report.problems).toEqual({});
+    const resolved = Object.fromEntries(Object.entries(report.analysis.entrypoints['.']!.resolutions).map(([mode, r]) => [mode, r.resolution?.fileName.replace(/^.*\/dist\//, '')]));
+    expect(resolved).toEqual({ node10: 'index.d.cts', 'node16-cjs': 'index.d.cts', 'node16-esm': 'index.d.ts', bundler: 'index.d.ts' });
+  }, 60_000);
+
   const cases: { kind: ModuleKind; build: string }[] = [
     { kind: 'module', build: 'dist/index.js' },
     { kind: 'commonjs', build: 'dist/index.cjs' },
