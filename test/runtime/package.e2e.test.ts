@@ -13,8 +13,9 @@ import { startLiveServer, type LiveServer } from '../support/live-server';
  * `npm test` runs first) installed into two scratch projects outside this repository, an ES module
  * one and a CommonJS one. In each, a producer and a worker written against the package's typed API
  * are type-checked by `tsc --strict` under Node's module rules (nodenext) and under a bundler's
- * (bundler), compiled, and run as processes against a live server: the producer submits tasks and
- * awaits their outcomes, the worker completes them.
+ * (bundler), the CommonJS one also under TypeScript's old node10 resolution; then compiled, and
+ * run as processes against a live server: the producer submits tasks and awaits their outcomes,
+ * the worker completes them.
  */
 
 const run = promisify(execFile);
@@ -91,6 +92,9 @@ const strictOptions = { target: 'ES2022', strict: true, types: ['node'], skipLib
 const tsconfigs = {
   nodenext: { compilerOptions: { ...strictOptions, module: 'NodeNext', moduleResolution: 'NodeNext', outDir: 'dist' }, files: ['tasks.ts', 'worker.ts', 'producer.ts'] },
   bundler: { compilerOptions: { ...strictOptions, module: 'ESNext', moduleResolution: 'Bundler', noEmit: true }, files: ['tasks.ts', 'worker.ts', 'producer.ts'] },
+  // TypeScript's old resolution, without exports maps: it finds the package by main and types.
+  // esModuleInterop as `tsc --init` sets it: zod's own declarations need it under node10.
+  node10: { compilerOptions: { ...strictOptions, module: 'CommonJS', moduleResolution: 'Node10', esModuleInterop: true, noEmit: true }, files: ['tasks.ts', 'worker.ts', 'producer.ts'] },
 };
 
 describe('@baton/runtime from its npm pack tarball, outside the workspace', () => {
@@ -142,7 +146,7 @@ describe('@baton/runtime from its npm pack tarball, outside the workspace', () =
     { kind: 'commonjs', build: 'dist/index.cjs' },
   ];
 
-  it.each(cases)('a $kind project installs it, type-checks under nodenext and bundler, and runs a producer and a worker', async ({ kind, build }) => {
+  it.each(cases)('a $kind project installs it, type-checks under nodenext and bundler (and node10 for commonjs), and runs a producer and a worker', async ({ kind, build }) => {
     const dir = await project(kind);
     const installed = JSON.parse(await readFile(join(dir, 'node_modules/@baton/runtime/package.json'), 'utf8'));
     expect(Object.keys(installed.dependencies ?? {}).sort()).toEqual(['standardwebhooks', 'zod']);
@@ -154,6 +158,7 @@ describe('@baton/runtime from its npm pack tarball, outside the workspace', () =
 
     // tsc fails (and run rejects) on any type error, in the user's code or in the package's declarations.
     await run(process.execPath, [tsc, '-p', 'tsconfig.bundler.json'], { cwd: dir });
+    if (kind === 'commonjs') await run(process.execPath, [tsc, '-p', 'tsconfig.node10.json'], { cwd: dir });
     await run(process.execPath, [tsc, '-p', 'tsconfig.nodenext.json'], { cwd: dir });
     const compiled = await readFile(join(dir, 'dist/worker.js'), 'utf8');
     expect(compiled).toContain(kind === 'commonjs' ? 'require("@baton/runtime")' : "from '@baton/runtime'");
