@@ -1,6 +1,7 @@
 # Baton's server image: compiled JavaScript on Node 20, run as the unprivileged `node` user.
-# Build: docker build -t baton .      Run: docker run -e DATABASE_URL=postgres://... -p 8080:8080 baton
-# (docs/deploy.md; deploy/compose.yaml runs PostgreSQL and two servers).
+# Build: docker build -t baton .      Run: docker run -e DATABASE_URL=postgres://... -e BATON_ADMIN_TOKEN=... -p 8080:8080 baton
+# (docs/deploy.md; deploy/compose.yaml runs PostgreSQL and two servers). No organization is made at
+# start (BATON_BOOTSTRAP=off): an operator makes them, e.g. `docker exec <container> baton-server orgs create --name acme`.
 
 # 0. The lockfile and the workspaces' manifests: what both installs below read.
 FROM node:20-bookworm-slim AS manifests
@@ -32,13 +33,16 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund --workspace @baton/s
 
 # 3. What runs.
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 BATON_DATA_DIR=/data
+# A shared deployment bootstraps nothing: the dev organization and its printed key are for one
+# team on one machine (decisions §11). The operator API makes organizations, spaces and keys.
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 BATON_DATA_DIR=/data BATON_BOOTSTRAP=off
 WORKDIR /app
 COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/server/package.json server/package.json
 COPY --from=build /app/server/bin server/bin
 COPY --from=build /app/server/dist server/dist
-RUN mkdir -p /data && chown node:node /data
+# `baton-server` on the PATH: the operator commands inside the container (BATON_URL defaults to this server).
+RUN mkdir -p /data && chown node:node /data && ln -s /app/server/bin/baton-server.mjs /usr/local/bin/baton-server
 USER node
 EXPOSE 8080
 # Liveness; readiness (/readyz) turns false while a SIGTERM drains.

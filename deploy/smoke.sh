@@ -4,7 +4,7 @@
 set -euo pipefail
 A=${A:-http://127.0.0.1:8081}
 B=${B:-http://127.0.0.1:8082}
-ADMIN=${BATON_ADMIN_TOKEN:-change-me}
+ADMIN=${BATON_ADMIN_TOKEN:?set BATON_ADMIN_TOKEN to the token the servers were started with}
 
 for url in "$A" "$B"; do
   for _ in $(seq 1 60); do curl -fs "$url/readyz" >/dev/null && break; sleep 1; done

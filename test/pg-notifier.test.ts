@@ -147,6 +147,46 @@ describe.runIf(postgresUrl())('PgNotifier on PostgreSQL', () => {
   });
 });
 
+describe.runIf(postgresUrl())('PgNotifier alone on its database', () => {
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('publishes nothing while no other server listens, publishes from the hello of one that starts, and stops again once it left', async () => {
+    const a = await PgNotifier.start({ url: db.url, clock, peerCheckMs: 100 });
+    try {
+      await expect.poll(() => a.peerState, { timeout: 5_000, interval: 10 }).toBe('none');
+      const published = a.stats.published;
+      a.notify('barrier:alone');
+      await a.flushNow();
+      expect(a.stats.published).toBe(published);
+      expect(a.stats.unpublished).toBe(1);
+
+      // Long before A's next count could see it, B's hello makes A publish again.
+      const b = await PgNotifier.start({ url: db.url, clock, peerCheckMs: 60_000 });
+      try {
+        await expect.poll(() => a.peerState, { timeout: 2_000, interval: 5 }).toBe('present');
+        const t0 = performance.now();
+        const onB = b.wait('barrier:heard', 10_000);
+        a.notify('barrier:heard');
+        await onB;
+        expect(elapsedSince(t0)).toBeLessThan(1_000);
+        expect(b.stats.received).toBe(1);
+      } finally {
+        await b.close();
+      }
+      await expect.poll(() => a.peerState, { timeout: 5_000, interval: 10 }).toBe('none');
+    } finally {
+      await a.close();
+    }
+  });
+});
+
 describe.runIf(postgresUrl())('two Baton servers on one PostgreSQL', () => {
   const adminToken = 'two-server-admin';
   let db: TestDatabase;

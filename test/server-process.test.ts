@@ -25,6 +25,9 @@ describe('the server process on the embedded store', () => {
     expect(space).toBeTruthy();
     expect(key).toMatch(/^bk_/);
     expect(first.output()).toContain('embedded PGlite store');
+    // decisions §11: the banner gives a scope too, and says the organization has no caps.
+    expect(first.output()).toMatch(/^ {2}export BATON_SCOPE=[0-9a-f-]{36}$/m);
+    expect(first.output()).toContain('is on plan ENTERPRISE: no caps');
     const created = await fetch(`${first.address}/v1/spaces/${space}/budgets`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'p1' },
@@ -45,6 +48,8 @@ describe('the server process on the embedded store', () => {
 
     const second = await start();
     expect(second.output()).not.toContain('export BATON_KEY=');
+    await new Promise((r) => setTimeout(r, 200)); // the banner follows the "serving" log line
+    expect(second.output()).toContain(`export BATON_SPACE=${space}`);
     expect(second.output()).not.toContain('generated a key');
     expect(readFileSync(join(dataDir, 'not', 'yet', 'there', 'baton-secret-key'), 'utf8')).toBe(keptKey);
     const list = await fetch(`${second.address}/v1/spaces/${space}/budgets`, { headers: { authorization: `Bearer ${key}` } });

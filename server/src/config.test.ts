@@ -10,6 +10,7 @@ describe('loadConfig', () => {
       dbPoolMax: 10,
       dataDir: './.baton/data',
       bootstrap: true,
+      bootstrapPlan: 'ENTERPRISE',
       clock: 'system',
       clockStartMs: undefined,
       adminToken: undefined,
@@ -41,6 +42,7 @@ describe('loadConfig', () => {
       BATON_DB_POOL_MAX: '40',
       BATON_DATA_DIR: '/var/baton',
       BATON_BOOTSTRAP: 'off',
+      BATON_BOOTSTRAP_PLAN: 'FREE',
       BATON_CLOCK: 'manual',
       BATON_CLOCK_START: '2026-01-01T00:00:00.000Z',
       BATON_ADMIN_TOKEN: 'op',
@@ -48,7 +50,13 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       LOG_FORMAT: 'pretty',
     });
-    expect(config).toMatchObject({ host: '0.0.0.0', port: 9000, databaseUrl: 'postgres://db/baton', dbPoolMax: 40, bootstrap: false, clock: 'manual', clockStartMs: Date.UTC(2026, 0, 1), adminToken: 'op', metricsToken: 'scrape', logLevel: 'debug', logFormat: 'pretty' });
+    expect(config).toMatchObject({ host: '0.0.0.0', port: 9000, databaseUrl: 'postgres://db/baton', dbPoolMax: 40, bootstrap: false, bootstrapPlan: 'FREE', clock: 'manual', clockStartMs: Date.UTC(2026, 0, 1), adminToken: 'op', metricsToken: 'scrape', logLevel: 'debug', logFormat: 'pretty' });
+  });
+
+  it('reads the bootstrap plan in any case: the hosted default is one flag away', () => {
+    expect(loadConfig({ BATON_BOOTSTRAP_PLAN: 'free' }).bootstrapPlan).toBe('FREE');
+    expect(loadConfig({ BATON_BOOTSTRAP_PLAN: 'TEAM' }).bootstrapPlan).toBe('TEAM');
+    expect(loadConfig({ BATON_BOOTSTRAP_PLAN: '' }).bootstrapPlan).toBe('ENTERPRISE');
   });
 
   it.each([
@@ -56,6 +64,7 @@ describe('loadConfig', () => {
     [{ PORT: '70000' }, /PORT/],
     [{ BATON_CLOCK: 'fast' }, /BATON_CLOCK/],
     [{ BATON_BOOTSTRAP: 'maybe' }, /BATON_BOOTSTRAP/],
+    [{ BATON_BOOTSTRAP_PLAN: 'GOLD' }, /BATON_BOOTSTRAP_PLAN must be one of FREE, BUILDER, TEAM, SCALE, ENTERPRISE, LEGACY, got GOLD/],
     [{ BATON_CLOCK_START: 'yesterday' }, /BATON_CLOCK_START/],
     [{ LOG_FORMAT: 'text' }, /LOG_FORMAT/],
     [{ BATON_DB_POOL_MAX: '0' }, /BATON_DB_POOL_MAX/],

@@ -1,4 +1,4 @@
-import { msFromIso } from '@baton/core';
+import { msFromIso, plans, type Plan } from '@baton/core';
 import { parseSecretKey, SealError } from './webhooks/seal';
 
 /** How log lines are written: JSON lines for machines, pino-pretty for people. */
@@ -14,6 +14,8 @@ export interface Config {
   dbPoolMax: number;
   dataDir: string;
   bootstrap: boolean;
+  /** BATON_BOOTSTRAP_PLAN: the bootstrap organization's plan; ENTERPRISE (the default) with no caps (decisions §11). */
+  bootstrapPlan: Plan;
   clock: 'system' | 'manual';
   /** Where a manual clock starts; the wall clock's reading at start-up when unset. */
   clockStartMs: number | undefined;
@@ -44,6 +46,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   if (clock !== 'system' && clock !== 'manual') throw new ConfigError(`BATON_CLOCK must be system or manual, got ${clock}`);
   const bootstrap = env.BATON_BOOTSTRAP ?? 'on';
   if (bootstrap !== 'on' && bootstrap !== 'off') throw new ConfigError(`BATON_BOOTSTRAP must be on or off, got ${bootstrap}`);
+  const bootstrapPlan = (env.BATON_BOOTSTRAP_PLAN || 'ENTERPRISE').toUpperCase();
+  if (!isPlan(bootstrapPlan)) throw new ConfigError(`BATON_BOOTSTRAP_PLAN must be one of ${plans.join(', ')}, got ${env.BATON_BOOTSTRAP_PLAN}`);
   const logFormat = env.LOG_FORMAT || undefined;
   if (logFormat !== undefined && logFormat !== 'json' && logFormat !== 'pretty') throw new ConfigError(`LOG_FORMAT must be json or pretty, got ${logFormat}`);
   let secretKey: Buffer | undefined;
@@ -75,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     dbPoolMax,
     dataDir: env.BATON_DATA_DIR ?? './.baton/data',
     bootstrap: bootstrap === 'on',
+    bootstrapPlan,
     clock,
     clockStartMs,
     adminToken: env.BATON_ADMIN_TOKEN || undefined,
@@ -86,3 +91,5 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     webhookTimeoutMs,
   };
 }
+
+const isPlan = (name: string): name is Plan => (plans as readonly string[]).includes(name);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { permissions, plans } from '../tenancy/model';
-import { name, timestamp, uuid, uuidInput } from './common';
+import { listQuery, name, pageOf, timestamp, uuid, uuidInput } from './common';
 
 /** ENTERPRISE custom limits: any plan-limit field; null means no cap. */
 const cap = z.number().int().min(0).nullable().optional();
@@ -48,3 +48,12 @@ export const keyView = z.object({
 });
 export const keyCreatedView = keyView.extend({ secret: z.string().describe('Shown only in this reply') });
 export const clockView = z.object({ now: timestamp, mode: z.enum(['system', 'manual', 'simulated']) });
+
+/** The operator's lists (GET /admin/v1/orgs, .../spaces, .../keys): oldest first, paged like every list. */
+export const adminListQuery = listQuery;
+export const keyListQuery = listQuery.extend({
+  spaceId: uuidInput.optional().describe('Only the keys that may use this space: keys of every space and keys naming it'),
+});
+export const orgPage = pageOf(orgView);
+export const spacePage = pageOf(spaceView);
+export const keyPage = pageOf(keyView).describe('Keys without their secrets: a secret is shown once, when its key is created');

@@ -1,7 +1,9 @@
 import type { z } from 'zod';
 import { BatonError, notFound } from '../errors';
+import { decodePositionCursor, encodePositionCursor, type CreatedPosition } from '../paging';
 import type { Random } from '../random';
 import type { keyCreateBody, orgCreateBody, planChangeBody } from '../schemas/admin';
+import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
 import { isoFromMs } from '../time';
 import { permissions, type ApiKey, type Org, type Plan, type PlanLimits, type Space } from './model';
@@ -106,4 +108,44 @@ export async function revokeKey(ctx: AdminContext, keyId: string): Promise<ApiKe
   const revoked = { ...key, revokedAt: ctx.nowMs };
   await ctx.tx.apiKeys.update(revoked);
   return revoked;
+}
+
+/** A page request of the operator's lists: `cursor` is a previous page's nextCursor. */
+export interface AdminListRequest {
+  cursor?: string | undefined;
+  limit: number;
+}
+
+/** One page of up to `limit` from `read`, asked for one more row to learn whether another page follows. */
+async function pageOf<T extends CreatedPosition, V>(request: AdminListRequest, read: (after: CreatedPosition | null, limit: number) => Promise<T[]>, view: (row: T) => V): Promise<Page<V>> {
+  const after = request.cursor === undefined ? null : decodePositionCursor(request.cursor);
+  const rows = await read(after, request.limit + 1);
+  const page = rows.slice(0, request.limit);
+  const last = page.at(-1);
+  return { items: page.map(view), nextCursor: rows.length > request.limit && last ? encodePositionCursor(last) : null };
+}
+
+/** Every organization, oldest first (GET /admin/v1/orgs). */
+export function listOrgs(tx: Tx, request: AdminListRequest): Promise<Page<ReturnType<typeof orgView>>> {
+  return pageOf(request, (after, limit) => tx.orgs.list(after, limit), orgView);
+}
+
+/** An organization's spaces, oldest first; 404 when the organization does not exist. */
+export async function listSpaces(tx: Tx, orgId: string, request: AdminListRequest): Promise<Page<ReturnType<typeof spaceView>>> {
+  await requireOrg(tx, orgId);
+  return pageOf(request, (after, limit) => tx.spaces.listByOrg(orgId, after, limit), spaceView);
+}
+
+/**
+ * An organization's keys without their secrets (the store has only their hashes, and the view
+ * leaves even those out), revoked ones too; with `spaceId`, those that may use that space.
+ */
+export async function listKeys(tx: Tx, orgId: string, request: AdminListRequest & { spaceId?: string | undefined }): Promise<Page<ReturnType<typeof keyView>>> {
+  await requireOrg(tx, orgId);
+  const spaceId = request.spaceId ?? null;
+  if (spaceId !== null) {
+    const space = await tx.spaces.get(spaceId);
+    if (!space || space.orgId !== orgId) throw notFound('space');
+  }
+  return pageOf(request, (after, limit) => tx.apiKeys.listByOrg(orgId, spaceId, after, limit), keyView);
 }

@@ -1,4 +1,4 @@
-import { LocalNotifier, ManualClock, NotifyingStore, SystemClock, type Clock, type Notifier, type Random, type Store } from '@baton/core';
+import { LocalNotifier, ManualClock, NotifyingStore, SystemClock, type Clock, type Notifier, type Plan, type Random, type Store } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
@@ -44,6 +44,8 @@ export interface BatonOptions {
   random?: Random;
   adminToken?: string;
   bootstrap?: boolean;
+  /** The bootstrap organization's plan (BATON_BOOTSTRAP_PLAN); ENTERPRISE with no caps by default. */
+  bootstrapPlan?: Plan;
   logger?: Logger;
   backgroundIntervalMs?: number;
   /**
@@ -119,7 +121,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     metrics,
     storeOutage,
   };
-  const devCredentials = options.bootstrap ? await bootstrapDev(store, options.clock.now(), random) : undefined;
+  const devCredentials = options.bootstrap ? await bootstrapDev(store, options.clock.now(), random, options.bootstrapPlan) : undefined;
   const app = await buildApp(deps, options.logger ?? false, options.http);
   const inFlight = new InFlightRequests();
   inFlight.attach(app.server);

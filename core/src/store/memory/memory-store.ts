@@ -16,6 +16,7 @@ import { memoryDestinations } from './destinations';
 import { memoryDiagnostics } from './diagnostics';
 import { memoryUsage } from './usage';
 import { memoryRuns } from './runs';
+import { pageByCreated } from './created-order';
 import type { OrgLoad } from '../../usage/repository';
 import type { ApiKey, Org, Space } from '../../tenancy/model';
 import type { IdempotencyRecord, LockOptions, Repositories } from '../repositories';
@@ -175,18 +176,22 @@ export class MemoryStore implements Store {
         get: async (id) => orgs.get(id),
         update: async (org) => updateExisting(orgs, org.id, org),
         count: async () => orgs.size,
+        list: async (after, limit) => pageByCreated(orgs.scan(), after, limit),
       },
       spaces: {
         insert: async (space) => insertNew(spaces, space.id, space),
         get: async (id) => spaces.get(id),
         update: async (space) => updateExisting(spaces, space.id, space),
         countByOrg: async (orgId) => count(spaces.scan(), (s) => s.orgId === orgId),
+        listByOrg: async (orgId, after, limit) => pageByCreated([...spaces.scan()].filter((s) => s.orgId === orgId), after, limit),
       },
       apiKeys: {
         insert: async (k) => insertNew(apiKeys, k.id, k),
         get: async (id) => apiKeys.get(id),
         update: async (k) => updateExisting(apiKeys, k.id, k),
         countActiveByOrg: async (orgId) => count(apiKeys.scan(), (k) => k.orgId === orgId && k.revokedAt === null),
+        listByOrg: async (orgId, spaceId, after, limit) =>
+          pageByCreated([...apiKeys.scan()].filter((k) => k.orgId === orgId && (spaceId === null || k.spaceIds === null || k.spaceIds.includes(spaceId))), after, limit),
         getWithTenant: async (keyId, spaceId) => {
           const k = apiKeys.get(keyId);
           return k && { key: k, org: orgs.get(k.orgId), space: spaces.get(spaceId) };

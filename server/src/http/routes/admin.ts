@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { issueSecret, tokensEqual } from '../../host/secrets';
 import type { AppDeps } from '../deps';
 import { credentialsTopic } from '../credential-cache';
+import { adminListRoutes } from './admin-lists';
 
 const orgParams = z.object({ orgId: schemas.uuidInput });
 const keyParams = z.object({ keyId: schemas.uuidInput });
@@ -61,5 +62,7 @@ export function adminRoutes(deps: AppDeps) {
       await deps.runDueWork();
       return { now: isoFromMs(deps.clock.now()), mode: deps.clock.mode };
     });
+
+    adminListRoutes(plain, deps);
   };
 }

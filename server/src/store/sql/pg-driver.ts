@@ -37,10 +37,9 @@ export class PgDriver implements SqlDriver {
   constructor(url: string, options: PgDriverOptions = {}) {
     this.onConnectionError = options.onConnectionError ?? stderrConnectionError;
     // `pipeline` is a Client option the Pool passes on; @types/pg does not know it yet.
-    // JIT off for the session: every statement here is short, and a claim run with
-    // enable_sort = off (repositories/messages.ts) may carry a plan cost that passes
-    // jit_above_cost by itself; a batch claim with a window sort was measured at 360 ms of JIT
-    // compilation for 1 ms of work.
+    // JIT off for the session: every statement here is short, and a plan cost that passes
+    // jit_above_cost by itself (a batch claim planned with sorting disabled, as claims once
+    // were) was measured at 360 ms of JIT compilation for 1 ms of work.
     this.pool = new pg.Pool({ connectionString: url, max: options.max ?? 10, pipeline: true, options: '-c jit=off' } as pg.PoolConfig);
     this.pool.on('error', (error) => this.onConnectionError(error));
   }

@@ -4,7 +4,12 @@ import { CoalescingQueryable } from './coalesced-writes';
 import { sqlRepositories } from './repositories/index';
 
 /** Tables that fill from nothing to many thousands of rows in seconds: their plans go stale first. */
-const queueTables = ['messages', 'tasks'];
+/**
+ * The tables every job writes to and every request reads by key: a plan made while one was
+ * small (a sequential scan of the idempotency keys, seen in test/hot-plans.pg.test.ts) costs
+ * O(rows) per request until its statistics catch up.
+ */
+const queueTables = ['messages', 'tasks', 'events', 'idempotency_keys'];
 
 /** Tries of one transaction refused for lock conflicts before the conflict is the caller's error. */
 const maxTransactionAttempts = 30;
@@ -77,14 +82,14 @@ export class SqlStore implements Store {
   }
 
   /**
-   * ANALYZE of each queue table that has more than doubled (plus 500 rows) since its last
+   * ANALYZE of each hot table (queueTables) that has more than doubled (plus 500 rows) since its last
    * statistics. Why: every statement is prepared (pg-driver.ts), and a prepared statement keeps
    * the plan it was given until the table's statistics change. Plans made while a table was
    * empty stay on it as it fills: in a drain, the task-key lookup of every submit read the whole
    * table (8,000 buffers, 2.4 ms at 12,000 tasks; pg_stat_statements) until autovacuum, which
    * looks once a minute, analyzed it. A queue that only turns over (rows change state, the count
-   * stays) is left alone: no plan depends on the share of READY rows (migration 012, the claim's
-   * SET LOCAL in repositories/messages.ts). The check is one read of PostgreSQL's counters;
+   * stays) is left alone: no plan depends on the share of READY rows (migration 012, and no index
+   * of all live rows to sort, migration 029). The check is one read of PostgreSQL's counters;
    * PGlite keeps none (they read 0), so there it does nothing.
    */
   async maintain(): Promise<void> {

@@ -79,5 +79,15 @@ export function sqlApiKeys(q: SqlQueryable): ApiKeyRepository {
       const [row] = await q.query<{ n: unknown }>('SELECT count(*) AS n FROM api_keys WHERE org_id = $1 AND revoked_at IS NULL', [orgId]);
       return toInt(row?.n);
     },
+    async listByOrg(orgId, spaceId, after, limit) {
+      const rows = await q.query<ApiKeyRow>(
+        `SELECT ${columns} FROM api_keys
+         WHERE org_id = $1 AND ($2::text IS NULL OR space_ids IS NULL OR $2::text = ANY(space_ids))
+           AND ($3::timestamptz IS NULL OR (created_at, id) > ($3::timestamptz, $4))
+         ORDER BY created_at, id LIMIT $5`,
+        [orgId, spaceId, after === null ? null : timeParam(after.createdAt), after?.id ?? null, limit],
+      );
+      return rows.map(toApiKey);
+    },
   };
 }

@@ -95,26 +95,22 @@ export function sqlDiagnostics(q: SqlQueryable): DiagnosticsRepository {
     },
 
     async backlog(spaceId, afterName, limit, cap) {
-      // A page of mailboxes in name order (mailboxes_name_unique), and for each two counts:
-      // READY and CLAIMED together over messages_live, DEAD over messages_dead (migration 016),
-      // each at most `cap` rows. A mailbox's live rows are bounded anyway (its backlogLimit, at
-      // most 100,000); its DEAD ones only by retention, hence the cap. The oldest READY is
-      // min(created_at) of the live rows read: no index orders a mailbox's READY rows across
-      // scopes, and they are few (the backlog), so this reads no ACKED history. The position is
-      // in the SQL only when there is one: `$2 IS NULL OR name > $2` would hide the range from
-      // the planner, which would then sort every mailbox of the space.
+      // A page of mailboxes in name order (mailboxes_name_unique), with the counts of
+      // message_counts (migration 028: a few rows per mailbox, whatever the backlog) capped at
+      // `cap` as the interface asks, and the oldest READY: min(created_at) of the mailbox's READY
+      // rows over messages_ready, at most `cap` of them. No index orders a mailbox's READY rows
+      // across scopes, and they are few (the backlog), so this reads no ACKED history. The
+      // position is in the SQL only when there is one: `$2 IS NULL OR name > $2` would hide the
+      // range from the planner, which would then sort every mailbox of the space.
       const after = afterName === null ? '' : 'AND mb.name > $4::text';
       const rows = await q.query<Row>(
-        `SELECT mb.id, mb.name, live.ready, live.claimed, live.oldest_ready_at, dead.dead
+        `SELECT mb.id, mb.name, least(c.live - c.claimed, $3) AS ready, least(c.claimed, $3) AS claimed, least(c.dead, $3) AS dead,
+           (SELECT min(l.created_at) FROM (SELECT m.created_at FROM messages m WHERE m.space_id = mb.space_id AND m.mailbox_id = mb.id AND m.state = 'READY' LIMIT $3) l) AS oldest_ready_at
          FROM mailboxes mb
          CROSS JOIN LATERAL (
-           SELECT count(*) FILTER (WHERE l.state = 'READY') AS ready, count(*) FILTER (WHERE l.state = 'CLAIMED') AS claimed,
-                  min(l.created_at) FILTER (WHERE l.state = 'READY') AS oldest_ready_at
-           FROM (SELECT m.state, m.created_at FROM messages m WHERE m.space_id = mb.space_id AND m.mailbox_id = mb.id AND m.state IN ('READY', 'CLAIMED') LIMIT $3) l
-         ) live
-         CROSS JOIN LATERAL (
-           SELECT count(*) AS dead FROM (SELECT 1 FROM messages m WHERE m.space_id = mb.space_id AND m.mailbox_id = mb.id AND m.state = 'DEAD' LIMIT $3) d
-         ) dead
+           SELECT coalesce(sum(live), 0) AS live, coalesce(sum(claimed), 0) AS claimed, coalesce(sum(dead), 0) AS dead
+           FROM message_counts WHERE space_id = mb.space_id AND mailbox_id = mb.id
+         ) c
          WHERE mb.space_id = $1 ${after}
          ORDER BY mb.name LIMIT $2`,
         afterName === null ? [spaceId, limit, cap] : [spaceId, limit, cap, afterName],

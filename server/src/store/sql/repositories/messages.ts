@@ -28,6 +28,13 @@ function toCandidate(row: Row): Candidate {
   return { message, claimed: true, task: row.t_id === null ? undefined : toTask(movedTask(row)) };
 }
 
+/**
+ * The live (READY or CLAIMED) messages of one mailbox, or of the whole space when `mailbox` is
+ * '' : a sum over the slots of message_counts (migration 028), at most 64 rows. `$1` is the space.
+ */
+const liveCount = (mailbox: string): string =>
+  `(SELECT coalesce(sum(live), 0) FROM message_counts WHERE space_id = $1 AND mailbox_id = ${mailbox})`;
+
 const mailboxColumns = 'space_id, id, name, mode, recipient_id, backlog_limit, created_at, updated_at';
 
 function toMailbox(r: Row): Mailbox {
@@ -66,27 +73,6 @@ const scopeParam = (scopeIds: readonly string[]): SqlParam => {
   return scopeIds.length === 1 ? scopeIds[0]! : scopeIds;
 };
 
-/**
- * Runs a claim with sorting ruled out of its plan when it names one scope, so that the plan can
- * only walk a partial index of READY rows in seq order and stop at the first it can lock. Seen
- * in drains (auto_explain, docs/benchmarks.md): on a table without statistics for the mailbox
- * columns yet (new, or grown since its last ANALYZE), and likewise for any mailbox far larger
- * than the average one, the planner expects a row or two and chooses to read every READY or
- * CLAIMED row of the mailbox (messages_live) and sort them: 7 ms a claim at 6,000 READY. Sorting
- * is never the right plan for a one-scope claim; a claim over several scopes needs it (no index
- * gives seq order across scopes). SET LOCAL ends with the transaction; the second SET gives the
- * rest of it back the default. Both ride in round trips that happen anyway.
- */
-async function inSeqOrder<T>(q: SqlQueryable, scopeIds: readonly string[], claim: () => Promise<T>): Promise<T> {
-  if (scopeIds.length !== 1) return claim();
-  await q.write('SET LOCAL enable_sort = off');
-  try {
-    return await claim();
-  } finally {
-    await q.write('SET LOCAL enable_sort TO DEFAULT');
-  }
-}
-
 export function sqlMailboxes(q: SqlQueryable): MailboxRepository {
   return {
     async insert(m) {
@@ -121,12 +107,12 @@ export function sqlMailboxes(q: SqlQueryable): MailboxRepository {
       return { mailbox: toMailbox(row), scopeIds: [scopeId, ...below] };
     },
     async getForSend(spaceId, id, spaceCap) {
-      // The counts are countLive's, capped by the row's own backlog_limit, so they ride in the
-      // mailbox's statement instead of waiting for it.
+      // The counts are countLive's, read from message_counts (migration 028) in the mailbox's
+      // statement: a few rows whatever the backlog.
       const [row] = await q.query<Row & { in_mailbox: unknown; in_space: unknown }>(
         `SELECT ${mailboxColumns},
-           (SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.space_id = $1 AND m.mailbox_id = $2 AND m.state IN ('READY', 'CLAIMED') LIMIT mb.backlog_limit) l) AS in_mailbox,
-           (SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.space_id = $1 AND m.state IN ('READY', 'CLAIMED') LIMIT $3) s) AS in_space
+           least(${liveCount('$2')}, mb.backlog_limit) AS in_mailbox,
+           least(${liveCount("''")}, $3) AS in_space
          FROM mailboxes mb WHERE space_id = $1 AND id = $2`,
         [spaceId, id, spaceCap],
       );
@@ -286,10 +272,9 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       return rows.map(toMessage);
     },
     async countLive(spaceId, mailboxId, caps) {
-      // Two capped counts in one round trip; each LIMIT stops the index scan at its cap.
+      // Capped as the interface asks, though message_counts knows the exact figure.
       const [row] = await q.query<{ in_mailbox: unknown; in_space: unknown }>(
-        `SELECT (SELECT count(*) FROM (SELECT 1 FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND state IN ('READY', 'CLAIMED') LIMIT $3) m) AS in_mailbox,
-                (SELECT count(*) FROM (SELECT 1 FROM messages WHERE space_id = $1 AND state IN ('READY', 'CLAIMED') LIMIT $4) s) AS in_space`,
+        `SELECT least(${liveCount('$2')}, $3) AS in_mailbox, least(${liveCount("''")}, $4) AS in_space`,
         [spaceId, mailboxId, caps.mailbox, caps.space],
       );
       return { mailbox: toInt(row?.in_mailbox ?? 0), space: toInt(row?.in_space ?? 0) };
@@ -299,15 +284,13 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // other claims hold (SKIP LOCKED); the UPDATE claims it. Concurrent claims never wait on
       // each other and never take one message twice. `state = 'READY'` again on the outer row
       // is belt and braces: the locked row is re-checked against the subquery's WHERE anyway.
-      const [row] = await inSeqOrder(q, c.scopeIds, () =>
-        q.query<Row>(
-          `UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-           WHERE space_id = $1 AND state = 'READY' AND id = (
-             SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
-             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-           RETURNING ${messageColumns}`,
-          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
-        ),
+      const [row] = await q.query<Row>(
+        `UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+         WHERE space_id = $1 AND state = 'READY' AND id = (
+           SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
+           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING ${messageColumns}`,
+        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
       );
       return row && toMessage(row);
     },
@@ -319,22 +302,20 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // moved task (t_ columns, NULL when the task had ended), or else the locked candidate as it
       // was (a data-modifying CTE's effects are invisible to the rest of its statement, so the
       // second branch reads the pre-claim row).
-      const rows = await inSeqOrder(q, c.scopeIds, () =>
-        q.query<Row & { taken: unknown; t_id: unknown }>(
-          `WITH candidate AS (
-             SELECT id FROM messages
-             WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
-             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
-           ), taken AS (
-             UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-             FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
-             RETURNING ${qualified('m')}
-           ), moved AS (${moveClaimedTasks})
-           SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON true
-           UNION ALL
-           SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
-          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
-        ),
+      const rows = await q.query<Row & { taken: unknown; t_id: unknown }>(
+        `WITH candidate AS (
+           SELECT id FROM messages
+           WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
+           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+         ), taken AS (
+           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+           FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
+           RETURNING ${qualified('m')}
+         ), moved AS (${moveClaimedTasks})
+         SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON true
+         UNION ALL
+         SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
+        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
       );
       const [row] = rows;
       assert(rows.length <= 1, `claimCandidate answered ${rows.length} rows`);
@@ -342,20 +323,17 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     },
     async claimMany(c) {
       // claimNext for up to N rows: `picked` locks the oldest READY ones (SKIP LOCKED), and each
-      // gets one of the token hashes. Numbered in no particular order: ordering them would need a
-      // sort, which this claim's enable_sort = off prices out of every plan (the caller finds each
-      // row's token by its hash).
-      const rows = await inSeqOrder(q, c.scopeIds, () =>
-        q.query<Row>(
-          `WITH picked AS (
-             SELECT id, seq FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
-             ORDER BY seq LIMIT $9 FOR UPDATE SKIP LOCKED
-           ), numbered AS (SELECT id, row_number() OVER () AS k FROM picked)
-           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-           FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.state = 'READY'
-           RETURNING ${qualified('m')}`,
-          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.tokenHashes.length],
-        ),
+      // gets one of the token hashes. Numbered in no particular order: ordering them would cost a
+      // sort for nothing (the caller finds each row's token by its hash).
+      const rows = await q.query<Row>(
+        `WITH picked AS (
+           SELECT id, seq FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
+           ORDER BY seq LIMIT $9 FOR UPDATE SKIP LOCKED
+         ), numbered AS (SELECT id, row_number() OVER () AS k FROM picked)
+         UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+         FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.state = 'READY'
+         RETURNING ${qualified('m')}`,
+        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.tokenHashes.length],
       );
       return rows.map(toMessage).sort((a, b) => a.seq - b.seq);
     },
@@ -363,55 +341,47 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // claimCandidate for up to N rows, in one statement: `candidate` locks the oldest READY task
       // deliveries after afterSeq, `taken` claims those that need nothing (each with one of the
       // token hashes, as claimMany), `moved` moves their tasks; the final SELECT answers the claimed
-      // rows with their moved tasks and the locked ones with requirements as they were.
-      const rows = await inSeqOrder(q, c.scopeIds, () =>
-        q.query<Row & { taken: unknown; t_id: unknown }>(
-          `WITH candidate AS (
-             SELECT id, seq FROM messages
-             WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
-             ORDER BY seq LIMIT $10 FOR UPDATE SKIP LOCKED
-           ), numbered AS (SELECT id, row_number() OVER () AS k FROM candidate
-           ), taken AS (
-             UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-             FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.requirements IS NULL
-             RETURNING ${qualified('m')}
-           ), moved AS (${moveClaimedTasks})
-           SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON moved.id = taken.task_id
-           UNION ALL
-           SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN numbered ON m.space_id = $1 AND m.id = numbered.id WHERE m.requirements IS NOT NULL`,
-          [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq, c.tokenHashes.length],
-        ),
+      // rows with their moved tasks and the locked ones with requirements as they were. `free`
+      // rides with the lock, so only rows with requirements are read a second time.
+      const rows = await q.query<Row & { taken: unknown; t_id: unknown }>(
+        `WITH candidate AS (
+           SELECT id, seq, requirements IS NULL AS free FROM messages
+           WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
+           ORDER BY seq LIMIT $10 FOR UPDATE SKIP LOCKED
+         ), numbered AS (SELECT id, free, row_number() OVER () AS k FROM candidate
+         ), taken AS (
+           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+           FROM numbered WHERE numbered.free AND m.space_id = $1 AND m.id = numbered.id
+           RETURNING ${qualified('m')}
+         ), moved AS (${moveClaimedTasks})
+         SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON moved.id = taken.task_id
+         UNION ALL
+         SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM numbered JOIN messages m ON m.space_id = $1 AND m.id = numbered.id WHERE NOT numbered.free`,
+        [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq, c.tokenHashes.length],
       );
       return rows.map(toCandidate).sort((a, b) => a.message.seq - b.message.seq);
     },
     async claimExpired(nowMs, limit) {
       const rows = await q.query<Row>(
-        `SELECT ${messageColumns} FROM messages WHERE state = 'CLAIMED' AND lease_expires_at <= $1 ORDER BY lease_expires_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED`,
-        [timeParam(nowMs), limit],
+      `SELECT ${messageColumns} FROM messages WHERE state = 'CLAIMED' AND lease_expires_at <= $1 ORDER BY lease_expires_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      [timeParam(nowMs), limit],
       );
       return rows.map(toMessage);
     },
     async census(limit) {
-      // Two groupings, each over a partial index: `live` over messages_live (READY and CLAIMED
-      // rows), `dead` over messages_dead (migration 016). Neither touches an ACKED or CANCELLED
-      // row, so the cost follows the backlog, not the history. Only the `limit` mailboxes kept
-      // are named from mailboxes.
+      // The counts come from message_counts (migration 028), a few rows per mailbox; only the
+      // `limit` mailboxes kept are named from mailboxes and have their oldest READY row found,
+      // over messages_ready: their READY rows, never their ACKED or CANCELLED history.
       const rows = await q.query<Row>(
-        `WITH live AS (
-           SELECT space_id, mailbox_id,
-             count(*) FILTER (WHERE state = 'READY') AS ready,
-             count(*) FILTER (WHERE state = 'CLAIMED') AS claimed,
-             min(created_at) FILTER (WHERE state = 'READY') AS oldest_ready_at
-           FROM messages WHERE state IN ('READY', 'CLAIMED') GROUP BY space_id, mailbox_id
-         ), dead AS (
-           SELECT space_id, mailbox_id, count(*) AS dead FROM messages WHERE state = 'DEAD' GROUP BY space_id, mailbox_id
+        `WITH counted AS (
+           SELECT space_id, mailbox_id, sum(live) - sum(claimed) AS ready, sum(claimed) AS claimed, sum(dead) AS dead
+           FROM message_counts WHERE mailbox_id <> '' GROUP BY space_id, mailbox_id
+           HAVING sum(live) > 0 OR sum(dead) > 0
          ), ranked AS (
-           SELECT space_id, mailbox_id, coalesce(live.ready, 0) AS ready, coalesce(live.claimed, 0) AS claimed, coalesce(dead.dead, 0) AS dead, live.oldest_ready_at
-           FROM live FULL JOIN dead USING (space_id, mailbox_id)
-           ORDER BY coalesce(live.ready, 0) + coalesce(live.claimed, 0) DESC, coalesce(dead.dead, 0) DESC, space_id, mailbox_id
-           LIMIT $1
+           SELECT * FROM counted ORDER BY ready + claimed DESC, dead DESC, space_id, mailbox_id LIMIT $1
          )
-         SELECT r.space_id, r.mailbox_id, mb.name, r.ready, r.claimed, r.dead, r.oldest_ready_at
+         SELECT r.space_id, r.mailbox_id, mb.name, r.ready, r.claimed, r.dead,
+           (SELECT min(m.created_at) FROM messages m WHERE m.space_id = r.space_id AND m.mailbox_id = r.mailbox_id AND m.state = 'READY') AS oldest_ready_at
          FROM ranked r JOIN mailboxes mb ON mb.space_id = r.space_id AND mb.id = r.mailbox_id
          ORDER BY r.ready + r.claimed DESC, r.dead DESC, r.space_id, r.mailbox_id`,
         [limit],

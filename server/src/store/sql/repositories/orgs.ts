@@ -55,5 +55,13 @@ export function sqlOrgs(q: SqlQueryable): OrgRepository {
       const [row] = await q.query<{ n: unknown }>('SELECT count(*) AS n FROM orgs');
       return toInt(row?.n);
     },
+    async list(after, limit) {
+      // Operator-only and small: the (created_at, id) row comparison pages without an index of its own.
+      const rows = await q.query<OrgRow>(
+        `SELECT ${columns} FROM orgs WHERE $1::timestamptz IS NULL OR (created_at, id) > ($1::timestamptz, $2) ORDER BY created_at, id LIMIT $3`,
+        [after === null ? null : timeParam(after.createdAt), after?.id ?? null, limit],
+      );
+      return rows.map(toOrg);
+    },
   };
 }

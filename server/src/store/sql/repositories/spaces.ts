@@ -53,5 +53,12 @@ export function sqlSpaces(q: SqlQueryable): SpaceRepository {
       const [row] = await q.query<{ n: unknown }>('SELECT count(*) AS n FROM spaces WHERE org_id = $1', [orgId]);
       return toInt(row?.n);
     },
+    async listByOrg(orgId, after, limit) {
+      const rows = await q.query<SpaceRow>(
+        `SELECT ${columns} FROM spaces WHERE org_id = $1 AND ($2::timestamptz IS NULL OR (created_at, space_id) > ($2::timestamptz, $3)) ORDER BY created_at, space_id LIMIT $4`,
+        [orgId, after === null ? null : timeParam(after.createdAt), after?.id ?? null, limit],
+      );
+      return rows.map(toSpace);
+    },
   };
 }

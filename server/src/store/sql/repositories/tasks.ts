@@ -232,6 +232,8 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
       return rows.map(toSubscriber);
     },
     async listEvents(spaceId, taskId, limit) {
+      // events_by_task (migration 030) in its own order: `aggregate_type = 'task'` written out so
+      // the planner can prove the partial index's predicate.
       const rows = await q.query<Row>(
         `SELECT space_id, tx::text AS xid, event_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at FROM events
          WHERE space_id = $1 AND aggregate_type = 'task' AND aggregate_id = $2 ORDER BY tx, event_id LIMIT $3`,

@@ -59,14 +59,14 @@ export function sqlUsage(q: SqlQueryable): UsageRepository {
     },
     async loadOf(orgIds, nowMs) {
       if (orgIds.length === 0) return new Map();
-      // Live messages through messages_live, the partial index sends and claims keep anyway: the
-      // count is bounded by the spaces' backlog limits, not by history. A task is PENDING or
-      // RUNNING exactly while its delivery is READY or CLAIMED, so tasks need no index of their
-      // own on state (one would end their HOT updates; migration 014).
+      // Live deliveries and leases from the spaces' totals in message_counts (migration 028):
+      // a few rows per space, whatever the backlog. A task is PENDING or RUNNING exactly while its
+      // delivery is READY or CLAIMED, so tasks need no index of their own on state (one would
+      // end their HOT updates; migration 014).
       const [messages, pools, runs, claims] = await Promise.all([
         q.query<{ org_id: unknown; deliveries: unknown; claimed: unknown }>(
-          `SELECT s.org_id, count(m.task_id) AS deliveries, count(*) FILTER (WHERE m.state = 'CLAIMED') AS claimed
-             FROM spaces s JOIN messages m ON m.space_id = s.space_id AND m.state IN ('READY', 'CLAIMED')
+          `SELECT s.org_id, sum(c.live_tasks) AS deliveries, sum(c.claimed) AS claimed
+             FROM spaces s JOIN message_counts c ON c.space_id = s.space_id AND c.mailbox_id = ''
             WHERE s.org_id = ANY($1::text[]) GROUP BY s.org_id`,
           [orgIds],
         ),
