@@ -26,12 +26,13 @@
  *   BENCH_GROWTH_LEVELS=a,b       a subset of the levels, by name
  *   BENCH_GROWTH_N, _BATCHES, _CYCLES   request counts (full: 300, 20, 300)
  *   BENCH_GROWTH_EXPLAIN=a,b      levels with an explain pass (full: space-1M, finished-1M)
+ *   BENCH_GROWTH_SCALE=1          multiplies every fill (e.g. 0.01 to try the levels in seconds)
  *   BENCH_GROWTH_PORT=54329       the cluster's port
  *   BENCH_GROWTH_REPORT=path      the markdown report (default: a file in the temp directory)
  */
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { encodePosition } from '../src/store/sql/repositories/events';
@@ -90,9 +91,12 @@ export function configOf(): Config {
   const quick = ['1', 'true', 'yes'].includes(process.env.BENCH_GROWTH_QUICK ?? '');
   const levelNames = names(process.env.BENCH_GROWTH_LEVELS, quick ? ['empty', 'mailbox-10k', 'mailbox-90k', 'mailbox-100k'] : allLevels.map((l) => l.name));
   if (!levelNames.includes('empty')) levelNames.unshift('empty'); // every ratio is to it
+  const scale = Number(process.env.BENCH_GROWTH_SCALE || '1');
+  if (!(scale > 0 && scale <= 1)) throw new BenchFailure('BENCH_GROWTH_SCALE must be above 0 and at most 1');
+  const scaled = (l: Level): Level => (scale === 1 || l.tasks === 0 ? l : { ...l, tasks: Math.max(2, Math.round(l.tasks * scale)), description: `${l.description}, scaled by ${scale} to ${Math.max(2, Math.round(l.tasks * scale))}` });
   return {
     quick,
-    levels: allLevels.filter((l) => levelNames.includes(l.name)),
+    levels: allLevels.filter((l) => levelNames.includes(l.name)).map(scaled),
     explainLevels: names(process.env.BENCH_GROWTH_EXPLAIN, quick ? ['mailbox-100k'] : ['space-1M', 'finished-1M']),
     sizes: {
       singles: envInt('BENCH_GROWTH_N', quick ? 100 : 300, 10, 900),
@@ -115,6 +119,8 @@ export interface LevelResult {
   settleSeconds: number;
   validations: string[];
   phases: PhaseResult[];
+  /** The machine's 1-minute load average after the phases: other work on it shows in the latencies, not in the buffers. */
+  loadAverage?: number;
   /** Explain pass: per request kind, the last plan of each distinct statement. */
   plans?: Partial<Record<RequestKind, LoggedPlan[]>>;
 }
@@ -225,16 +231,19 @@ async function runLevel(cluster: PostgresCluster, monitor: ClusterMonitor, level
         const fillScope = level.kind === 'finished' ? measured.scopeId : randomUUID();
         const spec = { mailboxIds, scopeId: fillScope, finished: level.kind === 'finished', total: level.tasks, label: level.name.replace(/\W/g, '_') };
         result.fill = await fill(scratch.url, api, spec, (line) => say(`fill: ${line}`));
-        result.settleSeconds = await settle(scratch.url);
-        say(`filled ${level.tasks} tasks in ${result.fill.seconds.toFixed(1)} s; VACUUM ANALYZE + CHECKPOINT ${result.settleSeconds.toFixed(1)} s`);
+        say(`filled ${level.tasks} tasks in ${result.fill.seconds.toFixed(1)} s`);
         result.validations = await validate(api, level, { mailboxIds, fillScope, measured }, result.fill);
         for (const line of result.validations) say(`check: ${line}`);
       }
+      // Every level, the empty one too: the same fresh statistics and no checkpoint debt.
+      result.settleSeconds = await settle(scratch.url);
+      say(`VACUUM ANALYZE + CHECKPOINT ${result.settleSeconds.toFixed(1)} s`);
       const dbid = await monitor.databaseOid(dbName);
       const cursor = await tailCursor(scratch.url, server.tenant.spaceId);
       const requests = new Requests(api, measured, `${level.name}-m`);
       await warmUp(requests, config.sizes, cursor);
       result.phases = await runPhases(requests, config.sizes, cursor, monitor, dbid);
+      result.loadAverage = loadavg()[0]!;
       for (const p of result.phases) {
         const mean = p.samplesMs.reduce((a, b) => a + b, 0) / p.samplesMs.length;
         const buffers = p.statements.reduce((a, s) => a + s.hit + s.read, 0) / p.samplesMs.length;

@@ -137,12 +137,14 @@ async function measure(kind: RequestKind, monitor: ClusterMonitor, dbid: number,
 
 /** One of each request, untimed: the server's and PostgreSQL's caches and plans warm before the phases. */
 export async function warmUp(r: Requests, sizes: Sizes, cursor: string): Promise<void> {
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < 30; i++) {
     await r.submit();
     await r.complete(await r.admit());
   }
-  await r.submitBatch(sizes.batchSize);
-  await r.completeBatch(await r.admitBatch(sizes.batchSize));
+  for (let i = 0; i < 2; i++) {
+    await r.submitBatch(sizes.batchSize);
+    await r.completeBatch(await r.admitBatch(sizes.batchSize));
+  }
   for (let i = 0; i < 5; i++) {
     await r.events(cursor);
     await r.events(undefined);

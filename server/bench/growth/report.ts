@@ -3,6 +3,7 @@
  * the empty level; the statements whose work grows; the cycle target; and (in the markdown report)
  * the plans of the explain pass.
  */
+import { cpus } from 'node:os';
 import type { Config, LevelResult } from '../growth';
 import { fmt } from '../harness';
 import { kindNotes, requestKinds, type PhaseResult, type RequestKind } from './phases';
@@ -132,6 +133,7 @@ export function renderReport(results: LevelResult[], config: Config): string {
   for (const r of results) {
     out.push(`- **${r.level.name}**: ${r.level.description}.${r.fill ? ` Filled in ${fmt(r.fill.seconds, 1)} s (rows per task ${JSON.stringify(r.fill.rowsPerTask)}${Object.keys(r.fill.notCloned).length ? `, left to triggers ${JSON.stringify(r.fill.notCloned)}` : ''}), VACUUM ANALYZE + CHECKPOINT ${fmt(r.settleSeconds, 1)} s.` : ''}`);
     for (const v of r.validations) out.push(`  - check: ${v}`);
+    if (r.loadAverage !== undefined) out.push(`  - machine load average (1 min) after its phases: ${fmt(r.loadAverage, 1)} on ${cpus().length} cores`);
   }
   out.push('', `Sizes: ${config.sizes.singles} of each single request and journal read, ${config.sizes.batches} batches of ${config.sizes.batchSize}, ${config.sizes.cycles} cycles.`, '');
   out.push('## Growth table', '', ...growthTable(results), '', ...cycleTarget(results), '');
