@@ -54,6 +54,11 @@ export class ClusterMonitor {
     return new ClusterMonitor(client);
   }
 
+  async version(): Promise<string> {
+    const { rows } = await this.client.query('SELECT version() AS v');
+    return String(rows[0].v).split(',')[0]!;
+  }
+
   async databaseOid(name: string): Promise<number> {
     const { rows } = await this.client.query('SELECT oid FROM pg_database WHERE datname = $1', [name]);
     if (rows.length !== 1) throw new Error(`no database ${name}`);

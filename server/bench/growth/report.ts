@@ -116,7 +116,7 @@ function growingStatements(results: LevelResult[], width: number, all: boolean):
   return lines;
 }
 
-export function printSummary(results: LevelResult[], config: Config): void {
+export function printSummary(results: LevelResult[]): void {
   console.log('\n## Growth: per request, by level (ratios to empty)\n');
   for (const line of growthTable(results)) console.log(line);
   console.log('');
@@ -124,7 +124,6 @@ export function printSummary(results: LevelResult[], config: Config): void {
   console.log('\n## Statements whose buffers per request grow (≥ 1.5× and ≥ 10 buffers above empty)');
   const growing = growingStatements(results, 110, false);
   for (const line of growing.length ? growing : ['', 'none']) console.log(line);
-  void config;
 }
 
 export function renderReport(results: LevelResult[], config: Config): string {
