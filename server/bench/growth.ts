@@ -25,7 +25,7 @@
  *   BENCH_GROWTH_QUICK=1          levels empty, 10k, 90k, 100k; N 100, B 6, 100 cycles; plans at 100k
  *   BENCH_GROWTH_LEVELS=a,b       a subset of the levels, by name
  *   BENCH_GROWTH_N, _BATCHES, _CYCLES   request counts (full: 300, 20, 300)
- *   BENCH_GROWTH_EXPLAIN=a,b      levels with an explain pass (full: space-1M, finished-1M)
+ *   BENCH_GROWTH_EXPLAIN=a,b      levels with an explain pass (full: space-1M, finished-1M; `none`: no plans)
  *   BENCH_GROWTH_SCALE=1          multiplies every fill (e.g. 0.01 to try the levels in seconds)
  *   BENCH_GROWTH_PORT=54329       the cluster's port
  *   BENCH_GROWTH_REPORT=path      the markdown report (default: a file in the temp directory)
@@ -82,6 +82,7 @@ function envInt(name: string, fallback: number, min: number, max: number): numbe
 }
 
 function names(raw: string | undefined, fallback: string[]): string[] {
+  if (raw === 'none') return [];
   const list = raw === undefined || raw === '' ? fallback : raw.split(',').map((s) => s.trim()).filter(Boolean);
   for (const name of list) if (!allLevels.some((l) => l.name === name)) throw new BenchFailure(`unknown level ${name} (${allLevels.map((l) => l.name).join(', ')})`);
   return list;
