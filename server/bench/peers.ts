@@ -21,7 +21,8 @@
  * time 4,000; cycles --seconds, 10); BENCH_TASKS_QUICK=1 runs each with a fifth or so (a couple of
  * minutes). BENCH_PEERS_JOBS sets every mode's job count; --clients the Baton clients (16);
  * BENCH_PEERS_RUNTIME_WORKERS (4) and BENCH_PEERS_RUNTIME_CONCURRENCY (100) the runtime fleet;
- * BENCH_PEERS_TOP (8) the statements listed per run.
+ * BENCH_PEERS_TOP (8) the statements listed per run; BENCH_PEERS_WARMUP (500) the jobs each run drains
+ * first, unmeasured, so every process is past its start-up and its JIT is warm.
  *
  * graphile-worker is installed on first use into server/bench/peers/ (its package.json pins it;
  * node_modules there is git-ignored): a folder of its own, not a workspace and not a dependency.
@@ -34,8 +35,7 @@ import { PostgresCluster } from '../src/testing/postgres-cluster';
 import { freePort } from './cost/baton-server';
 import { printCostTable, printRatios, printTopStatements } from './cost/cost-table';
 import { cpuSum, cpuTotalMs } from './cost/cpu-parts';
-import { backendPid, statStatementsSettings } from './cost/pg-stats';
-import { parentPid } from './cost/proc-cpu';
+import { postmasterPid, statStatementsSettings } from './cost/pg-stats';
 import { batonRun, graphileRun, type CostRow, type RunContext } from './cost/runs';
 import { BenchFailure, fmt, type Benchmark, type BenchOptions } from './harness';
 
@@ -99,7 +99,7 @@ async function run(options: BenchOptions): Promise<void> {
   const cluster = await PostgresCluster.create(await freePort(), statStatementsSettings);
   const rows = new Map<Mode, CostRow>();
   try {
-    const ctx: RunContext = { clusterUrl: cluster.url, postmasterPid: parentPid(await backendPid(cluster.url)), topStatements: envInt('BENCH_PEERS_TOP', 8, 50) };
+    const ctx: RunContext = { clusterUrl: cluster.url, postmasterPid: await postmasterPid(cluster.url), topStatements: envInt('BENCH_PEERS_TOP', 8, 50), warmupJobs: envInt('BENCH_PEERS_WARMUP', 500, 100_000) };
     console.log(`peers: ${selected.join(', ')}${quick ? ' (quick)' : ''}; the bench's own PostgreSQL cluster on port ${cluster.port} (postmaster ${ctx.postmasterPid}), pg_stat_statements loaded`);
     for (const mode of selected) {
       const row = await plans[mode](ctx);

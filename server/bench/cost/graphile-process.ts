@@ -2,7 +2,7 @@
  * graphile-worker in a process of its own (so /proc tells its CPU apart), on DATABASE_URL, with
  * the preset of GRAPHILE_BATCHED: unset, its defaults (concurrency 10); `1`, localQueue 100 and
  * completeJobBatchDelay 0. The parent inserts the jobs and watches the table empty; this process
- * only migrates, then runs the worker from `start` to `stop`.
+ * only migrates, then runs the worker from `start` to `stop` (a warm-up, then the measured drain).
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -39,6 +39,7 @@ serveCommands({
   },
   stop: async () => {
     await runner?.stop();
-    await pgPool.end();
+    runner = undefined;
   },
+  close: () => pgPool.end(),
 });

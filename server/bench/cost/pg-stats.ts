@@ -11,6 +11,7 @@
  * `bench probe` in its text.
  */
 import pg from 'pg';
+import { parentPid } from './proc-cpu';
 
 export const statStatementsSettings = { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all', 'pg_stat_statements.max': '10000', track_io_timing: 'on' };
 
@@ -68,9 +69,9 @@ export async function dropDatabase(clusterUrl: string, database: string): Promis
   await withClient(clusterUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`));
 }
 
-/** The postmaster's pid: the parent of a backend. */
-export async function backendPid(clusterUrl: string): Promise<number> {
-  return withClient(clusterUrl, async (c) => Number((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid));
+/** The postmaster's pid: the parent of a backend, read while that backend is there. */
+export async function postmasterPid(clusterUrl: string): Promise<number> {
+  return withClient(clusterUrl, async (c) => parentPid(Number((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid)));
 }
 
 /** Zeroes the counters a run is read from: the database's table counters, statements, WAL. */

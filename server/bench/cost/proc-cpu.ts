@@ -70,3 +70,14 @@ export function parentPid(pid: number): number {
   if (!stat) throw new Error(`process ${pid} is gone`);
   return stat.ppid;
 }
+
+/**
+ * CPU milliseconds the whole machine has been busy (all cores, every process: /proc/stat's
+ * user, nice, system, irq, softirq and steal): what else ran beside a measured run shows as
+ * this minus the run's own processes.
+ */
+export function machineBusyMs(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  return toMs(user! + nice! + system! + irq! + softirq! + (steal ?? 0));
+}

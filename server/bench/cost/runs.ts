@@ -13,13 +13,15 @@ import type { RuntimeDrainJob } from '../../../runtime/bench/drain-job';
 import type { CyclesResult, JobMessage, JobSpec, Problems, RateResult } from '../tasks';
 import { startBatonServer, createTenant } from './baton-server';
 import { cpuBetween, noCpu, readCpu, type CpuParts, type RunProcesses } from './cpu-parts';
-import { startCommandChild } from './ipc';
+import { startCommandChild, type CommandChild } from './ipc';
 import { createDatabase, dropDatabase, probeTag, readCounters, resetCounters, type PgCounters } from './pg-stats';
 
 export interface RunContext {
   clusterUrl: string;
   postmasterPid: number;
   topStatements: number;
+  /** Jobs each run drains before it is measured, so every process is past start-up and its JIT warm. */
+  warmupJobs: number;
 }
 
 export interface CostRow {
@@ -32,6 +34,8 @@ export interface CostRow {
   unit: 'jobs/s' | 'cycles/s';
   enqueueCpu: CpuParts;
   drainCpu: CpuParts;
+  /** Wall time from the first CPU reading to the last. */
+  wallSeconds: number;
   pg: PgCounters | undefined;
   problems: string[];
 }
@@ -45,7 +49,23 @@ function problemLines(what: string, problems: Problems): string[] {
   return [`${what}: ${problems.count} failed request(s) by status ${JSON.stringify(problems.byStatus)}`, ...problems.first.map((m) => `  ${m}`)];
 }
 
-/** graphile-worker: jobs added with one add_job per job (one statement), then its worker drains them. */
+/** Adds `jobs` jobs (one statement: add_job per row of generate_series), runs the worker until the table is empty, stops it. */
+async function graphileDrain(worker: CommandChild, probe: pg.Client, jobs: number, onEnqueued: () => void): Promise<{ enqueueSeconds: number; drainSeconds: number }> {
+  const t0 = performance.now();
+  await probe.query(`SELECT graphile_worker.add_job('noop', '{}'::json) FROM generate_series(1, $1)`, [jobs]);
+  const t1 = performance.now();
+  onEnqueued();
+  await worker.call('start');
+  // Handlers starting is not jobs done: the drain ends when the last completion has committed (the row is deleted).
+  while ((await probe.query(`SELECT EXISTS (SELECT 1 FROM graphile_worker._private_jobs) AS left ${probeTag}`)).rows[0].left) {
+    if (performance.now() - t1 > 600_000) throw new Error(`graphile-worker: jobs left after 600 s`);
+    await sleep(5);
+  }
+  const t2 = performance.now();
+  return { enqueueSeconds: (t1 - t0) / 1000, drainSeconds: (t2 - t1) / 1000 };
+}
+
+/** graphile-worker: a warm-up drain, then the measured one (jobs added by one statement, drained by its worker process). */
 export async function graphileRun(ctx: RunContext, system: string, database: string, jobs: number, batched: boolean): Promise<CostRow> {
   const url = await createDatabase(ctx.clusterUrl, database);
   const worker = await startCommandChild(graphileModule, { DATABASE_URL: url, GRAPHILE_BATCHED: batched ? '1' : '0' });
@@ -54,23 +74,27 @@ export async function graphileRun(ctx: RunContext, system: string, database: str
   try {
     await probe.connect();
     await worker.call('migrate');
+    await graphileDrain(worker, probe, ctx.warmupJobs, () => {});
+    await worker.call('stop');
     await resetCounters(ctx.clusterUrl, database);
     const processes: RunProcesses = { postmaster: ctx.postmasterPid, clients: [worker.pid] };
     const c0 = readCpu(processes);
-    const t0 = performance.now();
-    await probe.query(`SELECT graphile_worker.add_job('noop', '{}'::json) FROM generate_series(1, $1)`, [jobs]);
-    const t1 = performance.now();
-    const c1 = readCpu(processes);
-    await worker.call('start');
-    // Handlers starting is not jobs done: the drain ends when the last completion has committed (the row is deleted).
-    while ((await probe.query(`SELECT EXISTS (SELECT 1 FROM graphile_worker._private_jobs) AS left ${probeTag}`)).rows[0].left) {
-      if (performance.now() - t1 > 600_000) throw new Error(`${system}: jobs left after 600 s`);
-      await sleep(5);
-    }
-    const t2 = performance.now();
+    let c1 = c0;
+    const { enqueueSeconds, drainSeconds } = await graphileDrain(worker, probe, jobs, () => (c1 = readCpu(processes)));
     const c2 = readCpu(processes);
     await worker.call('stop');
-    row = { system, jobs, enqueuePerSecond: jobs / ((t1 - t0) / 1000), perSecond: jobs / ((t2 - t1) / 1000), unit: 'jobs/s', enqueueCpu: cpuBetween(c0, c1), drainCpu: cpuBetween(c1, c2), problems: [] };
+    await worker.call('close');
+    row = {
+      system,
+      jobs,
+      enqueuePerSecond: jobs / enqueueSeconds,
+      perSecond: jobs / drainSeconds,
+      unit: 'jobs/s',
+      enqueueCpu: cpuBetween(c0, c1),
+      drainCpu: cpuBetween(c1, c2),
+      wallSeconds: enqueueSeconds + drainSeconds,
+      problems: [],
+    };
   } finally {
     await probe.end();
     await worker.stop();
@@ -109,14 +133,22 @@ export async function batonRun(ctx: RunContext, spec: BatonRunSpec): Promise<Cos
       const job = (jobSpec: JobSpec) => load.call<RateResult & CyclesResult>('job', { tasksBenchJob: true, endpoint, spec: jobSpec } satisfies JobMessage);
       try {
         const processes: RunProcesses = { server: server.pid, postmaster: database === undefined ? undefined : ctx.postmasterPid, clients: [load.pid] };
+        // The warm-up drains as the measured run does (cycles: one request per call) on the same mailbox, with task keys of its own.
+        const warm = { ...queue, runId: `${queue.runId}-warm-up` };
+        const warmBatch = spec.drain.kind === 'cycles' ? 1 : spec.submitBatch;
+        const warmed = await job({ kind: 'submit', queue: warm, tasks: ctx.warmupJobs, submitters: spec.clients, batch: warmBatch });
+        const warmDrained = await job({ kind: 'drain', queue: warm, tasks: warmed.done, workers: spec.clients, batch: spec.drain.kind === 'http' ? spec.drain.batch : warmBatch });
+        problems.push(...problemLines(`${spec.system} warm-up`, warmed.problems), ...problemLines(`${spec.system} warm-up drain`, warmDrained.problems));
         if (database !== undefined) await resetCounters(ctx.clusterUrl, database);
         const c0 = readCpu(processes);
+        const t0 = performance.now();
+        const wallSeconds = (): number => (performance.now() - t0) / 1000;
         if (spec.drain.kind === 'cycles') {
           const cycles = await job({ kind: 'cycles', queue, workers: spec.clients, warmupSeconds: spec.drain.warmupSeconds, seconds: spec.drain.seconds, resources: null });
           const c1 = readCpu(processes);
           problems.push(...problemLines(spec.system, cycles.problems));
           // CPU over every cycle the run completed (warm-up and tail too); the rate over the measured window only.
-          row = { system: spec.system, jobs: cycles.completedCycles, enqueuePerSecond: NaN, perSecond: cycles.measuredCycles / cycles.measuredSeconds, unit: 'cycles/s', enqueueCpu: noCpu, drainCpu: cpuBetween(c0, c1), problems };
+          row = { system: spec.system, jobs: cycles.completedCycles, enqueuePerSecond: NaN, perSecond: cycles.measuredCycles / cycles.measuredSeconds, unit: 'cycles/s', enqueueCpu: noCpu, drainCpu: cpuBetween(c0, c1), wallSeconds: wallSeconds(), problems };
         } else {
           const submit = await job({ kind: 'submit', queue, tasks: spec.jobs, submitters: spec.clients, batch: spec.submitBatch });
           const c1 = readCpu(processes);
@@ -144,6 +176,7 @@ export async function batonRun(ctx: RunContext, spec: BatonRunSpec): Promise<Cos
             unit: 'jobs/s',
             enqueueCpu: cpuBetween(c0, c1),
             drainCpu: cpuBetween(c1, c2),
+            wallSeconds: wallSeconds(),
             problems,
           };
         }
