@@ -18,7 +18,7 @@
  * the top statements by total time; then the ratios to the issue's targets.
  *
  * Sizes: full by default (graphile-worker default 6,000 jobs; batched modes 20,000; Baton one at a
- * time 4,000; cycles --seconds, 10); BENCH_TASKS_QUICK=1 runs each with a fifth or so (a couple of
+ * time 4,000, on PGlite 2,000; cycles --seconds, 10); BENCH_TASKS_QUICK=1 runs each with a fifth or so (a couple of
  * minutes). BENCH_PEERS_JOBS sets every mode's job count; --clients the Baton clients (16);
  * BENCH_PEERS_RUNTIME_WORKERS (4) and BENCH_PEERS_RUNTIME_CONCURRENCY (100) the runtime fleet;
  * BENCH_PEERS_TOP (8) the statements listed per run; BENCH_PEERS_WARMUP (500) the jobs each run drains
@@ -90,7 +90,7 @@ async function run(options: BenchOptions): Promise<void> {
         clients,
         drain: { kind: 'runtime', ...runtime },
       }),
-    'pglite-single': (ctx) => batonRun(ctx, { system: `Baton on PGlite, one request per call (${clients} clients)`, database: undefined, jobs: jobsOf(4_000, 1_000), ...one }),
+    'pglite-single': (ctx) => batonRun(ctx, { system: `Baton on PGlite, one request per call (${clients} clients)`, database: undefined, jobs: jobsOf(2_000, 1_000), ...one }),
     'pglite-batched': (ctx) => batonRun(ctx, { system: `Baton on PGlite, batches of 100 (${clients} clients)`, database: undefined, jobs: jobsOf(20_000, 4_000), ...hundred }),
   };
 

@@ -24,6 +24,8 @@ export interface PgCounters {
   /** Statements run inside functions (toplevel false): graphile-worker's add_job, get_job, ... */
   nestedStatements: number;
   rowsWritten: number;
+  /** Execution time of every client-sent statement: a nested statement's time is inside its caller's. */
+  toplevelMs: number;
   walBytes: number;
   walRecords: number;
   /** Full-page images: the first change of a page after a checkpoint writes the whole page. */
@@ -88,7 +90,7 @@ export async function readCounters(clusterUrl: string, database: string, topN: n
   const fromCluster = await withClient(clusterUrl, async (c) => {
     const oid = Number((await c.query('SELECT oid FROM pg_database WHERE datname = $1', [database])).rows[0].oid);
     const own = `dbid = ${oid} AND query NOT LIKE '%bench probe%'`;
-    const calls = (await c.query(`SELECT coalesce(sum(calls) FILTER (WHERE toplevel), 0) AS top, coalesce(sum(calls) FILTER (WHERE NOT toplevel), 0) AS nested FROM pg_stat_statements WHERE ${own}`)).rows[0];
+    const calls = (await c.query(`SELECT coalesce(sum(calls) FILTER (WHERE toplevel), 0) AS top, coalesce(sum(calls) FILTER (WHERE NOT toplevel), 0) AS nested, coalesce(sum(total_exec_time) FILTER (WHERE toplevel), 0) AS top_ms FROM pg_stat_statements WHERE ${own}`)).rows[0];
     const wal = (await c.query('SELECT wal_bytes, wal_records, wal_fpi FROM pg_stat_wal')).rows[0];
     const top = await c.query(
       `SELECT query, calls, total_exec_time AS total, mean_exec_time AS mean, rows, toplevel FROM pg_stat_statements WHERE ${own} ORDER BY total_exec_time DESC LIMIT $1`,
@@ -97,6 +99,7 @@ export async function readCounters(clusterUrl: string, database: string, topN: n
     return {
       statements: Number(calls.top),
       nestedStatements: Number(calls.nested),
+      toplevelMs: Number(calls.top_ms),
       walBytes: Number(wal.wal_bytes),
       walRecords: Number(wal.wal_records),
       walFullPages: Number(wal.wal_fpi),
