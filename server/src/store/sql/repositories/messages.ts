@@ -9,17 +9,27 @@ import { taskColumns, toTask } from './tasks';
 type Row = Record<string, unknown>;
 
 /** claimCandidate's moved task, its columns prefixed t_ beside the message's. */
-const movedColumns = taskColumns.split(', ').map((col) => `moved.${col} AS t_${col}`).join(', ');
 const noMovedColumns = taskColumns.split(', ').map((col) => `NULL AS t_${col}`).join(', ');
 const movedTask = (row: Row): Row => Object.fromEntries(taskColumns.split(', ').map((col) => [col, row[`t_${col}`]]));
 
 /**
  * The `moved` step of a candidate claim: the tasks of the `taken` rows to RUNNING as moveLive
- * moves them (attempts: the claim's attempt, updatedAt: $8), an ended task left as it is.
+ * moves them (attempts: the claim's attempt, updatedAt: $8), an ended task left as it is. Each
+ * moved task comes back with its claimed message's columns, so no step joins `moved` back to
+ * `taken`: that join of two CTEs, whose sizes the planner cannot know, was planned as a nested
+ * loop, 2,450 comparisons for a batch of 50 (docs/growth.md).
  */
-const moveClaimedTasks = `UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
+const moveClaimedTasks = (): string => `UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
              FROM taken WHERE t.space_id = $1 AND t.id = taken.task_id AND t.state IN ('PENDING', 'RUNNING')
-             RETURNING ${taskColumns.split(', ').map((col) => `t.${col}`).join(', ')}`;
+             RETURNING ${qualified('taken')}, true AS taken, ${taskColumns.split(', ').map((col) => `t.${col} AS t_${col}`).join(', ')}`;
+
+/**
+ * The claimed rows of a candidate claim: each with its moved task, or with NULL task columns when
+ * its task had ended (NOT IN over `moved` runs as a hashed subplan: one pass, whatever the batch).
+ */
+const claimedRows = (): string => `SELECT * FROM moved
+           UNION ALL
+           SELECT ${qualified('taken')}, true AS taken, ${noMovedColumns} FROM taken WHERE taken.task_id NOT IN (SELECT t_id FROM moved)`;
 
 /** A candidate claim's row: claimed, with its moved task (t_ columns, NULL when the task had ended), or only locked. */
 function toCandidate(row: Row): Candidate {
@@ -311,8 +321,8 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
            UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
            FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
            RETURNING ${qualified('m')}
-         ), moved AS (${moveClaimedTasks})
-         SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON true
+         ), moved AS (${moveClaimedTasks()})
+         ${claimedRows()}
          UNION ALL
          SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
         [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
@@ -353,8 +363,8 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
            UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
            FROM numbered WHERE numbered.free AND m.space_id = $1 AND m.id = numbered.id
            RETURNING ${qualified('m')}
-         ), moved AS (${moveClaimedTasks})
-         SELECT ${qualified('taken')}, true AS taken, ${movedColumns} FROM taken LEFT JOIN moved ON moved.id = taken.task_id
+         ), moved AS (${moveClaimedTasks()})
+         ${claimedRows()}
          UNION ALL
          SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM numbered JOIN messages m ON m.space_id = $1 AND m.id = numbered.id WHERE NOT numbered.free`,
         [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq, c.tokenHashes.length],
