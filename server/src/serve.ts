@@ -42,7 +42,7 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<void> {
   // is one process, so its default LocalNotifier is enough.
   // It takes two connections of its own: the listener and a publisher with asynchronous commit.
   const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.databaseUrl, clock, logger }) : undefined;
-  const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, bootstrap: config.bootstrap, bootstrapPlan: config.bootstrapPlan, logger, notifier,
+  const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, console: config.console, bootstrap: config.bootstrap, bootstrapPlan: config.bootstrapPlan, logger, notifier,
     webhooks: { secretKey, allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs } });
   if (!secretKey) logger.warn('BATON_SECRET_KEY is not set: webhook destinations cannot be created (docs/operator.md)');
 

@@ -1,0 +1,36 @@
+import { unwrap } from '../api/client';
+import type { Destination } from '../api/types';
+import { useSignedIn } from '../console-context';
+import { useSpaceId } from '../components/layout';
+import { PagedTable, type Column } from '../components/paged-table';
+import { Needs, PageTitle, StateBadge, when } from '../components/ui';
+
+const columns: Array<Column<Destination>> = [
+  { header: 'URL', cell: (d) => d.url },
+  { header: 'State', cell: (d) => <StateBadge state={d.state} /> },
+  { header: 'Delivered', cell: (d) => d.deliveredCount, numeric: true },
+  { header: 'Failed', cell: (d) => d.failedCount, numeric: true },
+  { header: 'Failing since', cell: (d) => (d.failingSince ? `${when(d.failingSince)} (${d.consecutiveFailures} in a row)` : '—') },
+  { header: 'Last error', cell: (d) => d.lastError ?? '—' },
+];
+
+/** Which webhook destination is failing. */
+export function Destinations() {
+  const { api } = useSignedIn();
+  const spaceId = useSpaceId();
+  return (
+    <section>
+      <PageTitle>Webhook destinations</PageTitle>
+      <Needs permission="coordination_read">
+        <PagedTable
+          deps={[spaceId]}
+          load={(cursor) => api.GET('/v1/spaces/{spaceId}/destinations', { params: { path: { spaceId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }).then(unwrap)}
+          columns={columns}
+          caption="Webhook destinations, 50 a page."
+          empty="This space has no webhook destination."
+          rowKey={(d) => d.id}
+        />
+      </Needs>
+    </section>
+  );
+}
