@@ -110,11 +110,11 @@ function Debugger({ spaceId, task }: { spaceId: string; task: Task }) {
   return (
     <>
       <ErrorNote error={polled.error} />
-      {data?.wait && (
+      {data && task.state === 'PENDING' && (
         <section aria-labelledby="blocked-title" class="panel">
-          <h2 id="blocked-title">Why it waits: {data.wait.waitingOn}</h2>
-          {data.wait.blockedBy.length === 0 ? (
-            <p>Nothing blocks its admission: it waits for a worker to admit it.</p>
+          <h2 id="blocked-title">Why it waits{data.wait ? `: ${data.wait.waitingOn}` : ''}</h2>
+          {!data.wait || data.wait.blockedBy.length === 0 ? (
+            <p>Nothing blocks its admission now: it waits for a worker to admit it.</p>
           ) : (
             <ul>
               {data.wait.blockedBy.map((b) => (
