@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { MemoryStore, SystemClock, type Store } from '@baton/core';
 import { createBaton, openStore, type Baton } from '@baton/server';
+import { ConfigError, loadConfig } from '@baton/server/config';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -77,17 +78,17 @@ async function seed(t: Tenant): Promise<{ mailboxId: string; scopeId: string; pe
   return { mailboxId: mailbox.id, scopeId, pendingTaskId: pending.taskId, otherTaskId: other.taskId };
 }
 
-async function signIn(key: string): Promise<Page> {
+async function signIn(key: string, path = '/console'): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   page.on('console', (message) => {
     // A CSP violation or a script error would show here: the console must have none.
     if (message.type() === 'error' && !/Failed to load resource/.test(message.text())) throw new Error(`browser console: ${message.text()}`);
   });
-  await page.goto(`${baseUrl}/console`);
+  await page.goto(`${baseUrl}${path}`);
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Spaces' }).waitFor();
+  if (path === '/console') await page.getByRole('heading', { name: 'Spaces' }).waitFor();
   return page;
 }
 
@@ -151,6 +152,13 @@ describe('the console in a browser', () => {
     await page.context().close();
   });
 
+  it("opens the banner's link to a space at that space once signed in", async () => {
+    const page = await signIn(a.key, `/console/spaces/${a.spaceId}`);
+    await page.getByRole('heading', { name: /^Usage in/ }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/console/spaces/${a.spaceId}`);
+    await page.context().close();
+  });
+
   it('shows the mailboxes backlog, the tasks with filters, and the resource views', async () => {
     const page = await signIn(a.key);
     const base = `${baseUrl}/console/spaces/${a.spaceId}`;
@@ -211,6 +219,7 @@ describe('the console in a browser', () => {
     await page.locator('tr[data-event-type="message.sent"]').nth(before).waitFor({ timeout: 5000 });
     const shownMs = Date.now() - sentAt;
     expect(shownMs).toBeLessThan(1000);
+    console.info(`console: a new event was on the live stream ${shownMs} ms after its write was acknowledged`);
     await shot(page, 'events');
     await page.context().close();
   });
@@ -270,7 +279,13 @@ describe('the console in a browser', () => {
   });
 });
 
-describe('BATON_CONSOLE=off', () => {
+describe('BATON_CONSOLE', () => {
+  it('is on by default, and takes only on or off', () => {
+    expect(loadConfig({}).console).toBe(true);
+    expect(loadConfig({ BATON_CONSOLE: 'off' }).console).toBe(false);
+    expect(() => loadConfig({ BATON_CONSOLE: 'no' })).toThrow(ConfigError);
+  });
+
   it('serves nothing at /console', async () => {
     const off = await createBaton({ store: new MemoryStore(), clock: new SystemClock(), console: false });
     try {

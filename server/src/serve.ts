@@ -73,7 +73,7 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<void> {
   const address = await baton.app.listen({ host: config.host, port: config.port });
   logger.info({ address, store: store.kind, clock: clock.mode, admin: config.adminToken ? 'enabled' : 'disabled (set BATON_ADMIN_TOKEN)', metrics: config.metricsToken ? 'enabled' : 'disabled (set BATON_METRICS_TOKEN)' }, 'baton is serving');
   const existing = config.bootstrap && !baton.devCredentials ? await firstTenant(store) : undefined;
-  process.stdout.write(startBanner({ address, created: baton.devCredentials, existing, bootstrap: config.bootstrap, adminEnabled: config.adminToken !== undefined, scopeId: randomUUID() }));
+  process.stdout.write(startBanner({ address, created: baton.devCredentials, existing, bootstrap: config.bootstrap, adminEnabled: config.adminToken !== undefined, scopeId: randomUUID(), console: config.console }));
 }
 
 /** On the embedded store without BATON_SECRET_KEY: the key kept in the data directory, made on first use (decisions §11). */
