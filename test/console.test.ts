@@ -129,15 +129,15 @@ describe('the console in a browser', () => {
     expect(asset.status).toBe(200);
     expect(asset.headers.get('cache-control')).toContain('immutable');
     expect((await fetch(`${baseUrl}/console/assets/missing-000.js`)).status).toBe(404);
-    const doc = await (await fetch(`${baseUrl}/v1/openapi.json`)).json();
+    const doc = (await (await fetch(`${baseUrl}/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/console'))).toEqual([]);
   });
 
   it('signs in with a key kept in session storage only, and shows the space overview', async () => {
     const page = await signIn(a.key);
     expect(page.url()).not.toContain(a.key);
-    expect(await page.evaluate(() => sessionStorage.getItem('baton.console.key'))).toBe(a.key);
-    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(await page.evaluate("sessionStorage.getItem('baton.console.key')")).toBe(a.key);
+    expect(await page.evaluate('localStorage.length')).toBe(0);
     await shot(page, 'spaces');
     await page.getByRole('link', { name: 'acme-main' }).click();
     await page.getByRole('heading', { name: /^Usage in/ }).waitFor();
@@ -274,7 +274,7 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').waitFor();
     expect(await page.getByRole('alert').textContent()).toMatch(/unknown or revoked/);
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
     await context.close();
   });
 });
