@@ -17,6 +17,8 @@ import { Pools } from './views/pools';
 import { Claims } from './views/claims';
 import { Destinations } from './views/destinations';
 import { NotFound } from './views/not-found';
+import { TaskGroups } from './views/task-groups';
+import { BarriersAndTimers } from './views/barriers';
 
 export const spacePath = '/console/spaces/:spaceId';
 
@@ -72,6 +74,8 @@ export function App() {
             <Route path={`${spacePath}/tasks`} component={Tasks} />
             <Route path={`${spacePath}/tasks/:taskId`} component={TaskPage} />
             <Route path={`${spacePath}/events`} component={LiveEvents} />
+            <Route path={`${spacePath}/task-groups`} component={TaskGroups} />
+            <Route path={`${spacePath}/barriers`} component={BarriersAndTimers} />
             <Route path={`${spacePath}/budgets`} component={Budgets} />
             <Route path={`${spacePath}/allowances`} component={Allowances} />
             <Route path={`${spacePath}/pools`} component={Pools} />

@@ -6,11 +6,13 @@ const sections: Array<{ path: string; label: string }> = [
   { path: '', label: 'Overview' },
   { path: '/mailboxes', label: 'Mailboxes' },
   { path: '/tasks', label: 'Tasks' },
+  { path: '/task-groups', label: 'Task groups' },
   { path: '/events', label: 'Live events' },
   { path: '/budgets', label: 'Budgets' },
   { path: '/allowances', label: 'Allowances' },
   { path: '/pools', label: 'Pools' },
   { path: '/claims', label: 'Claims' },
+  { path: '/barriers', label: 'Barriers and timers' },
   { path: '/destinations', label: 'Webhooks' },
 ];
 

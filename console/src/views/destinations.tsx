@@ -1,5 +1,5 @@
 import { unwrap } from '../api/client';
-import type { Destination } from '../api/types';
+import type { DeliveryAttempt, Destination } from '../api/types';
 import { useSignedIn } from '../console-context';
 import { useSpaceId } from '../components/layout';
 import { PagedTable, type Column } from '../components/paged-table';
@@ -14,7 +14,17 @@ const columns: Array<Column<Destination>> = [
   { header: 'Last error', cell: (d) => d.lastError ?? '—' },
 ];
 
-/** Which webhook destination is failing. */
+const attemptColumns: Array<Column<DeliveryAttempt>> = [
+  { header: 'Event', cell: (d) => d.eventId },
+  { header: 'Destination', cell: (d) => <code class="id">{d.destinationId}</code> },
+  { header: 'Attempt', cell: (d) => d.attempt, numeric: true },
+  { header: 'Status', cell: (d) => <StateBadge state={d.status} /> },
+  { header: 'HTTP', cell: (d) => d.httpStatus ?? '—', numeric: true },
+  { header: 'Error', cell: (d) => d.error ?? '—' },
+  { header: 'At', cell: (d) => when(d.attemptedAt) },
+];
+
+/** Which webhook destination is failing, and its delivery audit. */
 export function Destinations() {
   const { api } = useSignedIn();
   const spaceId = useSpaceId();
@@ -28,6 +38,17 @@ export function Destinations() {
           columns={columns}
           caption="Webhook destinations, 50 a page."
           empty="This space has no webhook destination."
+          rowKey={(d) => d.id}
+        />
+      </Needs>
+      <h2>Delivery audit</h2>
+      <Needs permission="usage_read">
+        <PagedTable
+          deps={[spaceId]}
+          load={(cursor) => api.GET('/v1/spaces/{spaceId}/deliveries', { params: { path: { spaceId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }).then(unwrap)}
+          columns={attemptColumns}
+          caption="Every delivery attempt, 50 a page."
+          empty="No delivery was attempted yet."
           rowKey={(d) => d.id}
         />
       </Needs>

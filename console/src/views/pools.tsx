@@ -1,5 +1,5 @@
 import { unwrap } from '../api/client';
-import type { Pool } from '../api/types';
+import type { Pool, WorkLimit } from '../api/types';
 import { useSignedIn } from '../console-context';
 import { useSpaceId } from '../components/layout';
 import { PagedTable, type Column } from '../components/paged-table';
@@ -12,13 +12,19 @@ const columns: Array<Column<Pool>> = [
   { header: 'Use', cell: (p) => <meter min={0} max={p.capacity} value={p.inUse} aria-label={`${p.name}: ${p.inUse} of ${p.capacity} in use`} /> },
 ];
 
+const workLimitColumns: Array<Column<WorkLimit>> = [
+  { header: 'Work limit', cell: (w) => w.name },
+  { header: 'In use', cell: (w) => `${w.inUse} of ${w.maxConcurrent}`, numeric: true },
+  { header: 'Available', cell: (w) => w.available, numeric: true },
+];
+
 /** Who holds the pool: units in use against capacity. */
 export function Pools() {
   const { api } = useSignedIn();
   const spaceId = useSpaceId();
   return (
     <section>
-      <PageTitle>Pools</PageTitle>
+      <PageTitle>Pools and work limits</PageTitle>
       <Needs permission="coordination_read">
         <PagedTable
           deps={[spaceId]}
@@ -27,6 +33,15 @@ export function Pools() {
           caption="Pools with their units in use, 50 a page."
           empty="This space has no pool."
           rowKey={(p) => p.name}
+        />
+        <h2>Work limits</h2>
+        <PagedTable
+          deps={[spaceId]}
+          load={(cursor) => api.GET('/v1/spaces/{spaceId}/work-limits', { params: { path: { spaceId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }).then(unwrap)}
+          columns={workLimitColumns}
+          caption="Work limits with their slots in use, 50 a page."
+          empty="This space has no work limit."
+          rowKey={(w) => w.name}
         />
       </Needs>
     </section>
