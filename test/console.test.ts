@@ -57,6 +57,7 @@ async function seed(t: Tenant): Promise<{ mailboxId: string; scopeId: string; pe
   const scopeId = randomUUID();
   const worker = { holder: 'agent-7', holderSession: randomUUID() };
   await v1('/runs', { scopeId, name: 'nightly-build' });
+  await v1('/runs', { scopeId: randomUUID(), parentScopeId: scopeId, name: 'shard-a' });
   const mailbox = await v1('/mailboxes', { name: 'build-jobs' });
   await v1('/mailboxes', { name: 'reviews' });
   await v1('/pools', { name: 'gpu', capacity: 1 });
@@ -221,6 +222,19 @@ describe('the console in a browser', () => {
     await page.locator('tbody').getByText('nightly-tick', { exact: true }).waitFor();
     await page.getByRole('navigation', { name: 'Space sections' }).getByRole('link', { name: 'Pools' }).click();
     await page.locator('tbody').getByText('build-slots', { exact: true }).waitFor();
+
+    // Runs: found by scopeId, then walked as a tree through child and parent links.
+    await page.getByRole('navigation', { name: 'Space sections' }).getByRole('link', { name: 'Runs' }).click();
+    await page.getByLabel('Scope id').fill(a.scopeId);
+    await page.getByRole('button', { name: 'Open run' }).click();
+    await page.getByRole('heading', { name: 'Run nightly-build' }).waitFor();
+    await page.getByRole('link', { name: 'link', exact: true }).waitFor();
+    expect(await page.locator('tr[data-resource="tasks"] td').first().textContent()).toBe('4');
+    await shot(page, 'runs');
+    await page.getByRole('link', { name: 'shard-a' }).click();
+    await page.getByRole('heading', { name: 'Run shard-a' }).waitFor();
+    await page.getByRole('link', { name: a.scopeId }).click();
+    await page.getByRole('heading', { name: 'Run nightly-build' }).waitFor();
     await page.context().close();
   });
 

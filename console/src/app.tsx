@@ -19,6 +19,7 @@ import { Destinations } from './views/destinations';
 import { NotFound } from './views/not-found';
 import { TaskGroups } from './views/task-groups';
 import { BarriersAndTimers } from './views/barriers';
+import { RunFinder, RunPage } from './views/run-page';
 
 export const spacePath = '/console/spaces/:spaceId';
 
@@ -74,6 +75,8 @@ export function App() {
             <Route path={`${spacePath}/tasks`} component={Tasks} />
             <Route path={`${spacePath}/tasks/:taskId`} component={TaskPage} />
             <Route path={`${spacePath}/events`} component={LiveEvents} />
+            <Route path={`${spacePath}/runs`} component={RunFinder} />
+            <Route path={`${spacePath}/runs/:scopeId`} component={RunPage} />
             <Route path={`${spacePath}/task-groups`} component={TaskGroups} />
             <Route path={`${spacePath}/barriers`} component={BarriersAndTimers} />
             <Route path={`${spacePath}/budgets`} component={Budgets} />

@@ -21,3 +21,4 @@ export type Barrier = Schemas['Barrier'];
 export type Timer = Schemas['Timer'];
 export type WorkLimit = Schemas['WorkLimit'];
 export type DeliveryAttempt = Schemas['DeliveryAttempt'];
+export type RunDetail = Schemas['RunDetail'];

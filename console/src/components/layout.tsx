@@ -7,6 +7,7 @@ const sections: Array<{ path: string; label: string }> = [
   { path: '/mailboxes', label: 'Mailboxes' },
   { path: '/tasks', label: 'Tasks' },
   { path: '/task-groups', label: 'Task groups' },
+  { path: '/runs', label: 'Runs' },
   { path: '/events', label: 'Live events' },
   { path: '/budgets', label: 'Budgets' },
   { path: '/allowances', label: 'Allowances' },

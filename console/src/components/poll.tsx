@@ -9,8 +9,8 @@ export interface Polled<T> {
 }
 
 /**
- * Calls `load` now and every `intervalMs`, while the page is shown; `deps` restart it. Returns
- * the last answer, so a view keeps showing data through a failed refresh.
+ * Calls `load` now and every `intervalMs`, while the page is shown; `deps` restart it (and clear
+ * what was shown). Returns the last answer, so a view keeps showing data through a failed refresh.
  */
 export function usePoll<T>(load: () => Promise<T>, deps: unknown[], intervalMs = 5000): Polled<T> {
   const [data, setData] = useState<T | undefined>(undefined);
@@ -20,6 +20,9 @@ export function usePoll<T>(load: () => Promise<T>, deps: unknown[], intervalMs =
   const loadRef = useRef(load);
   loadRef.current = load;
   useEffect(() => {
+    // Another thing to show (another id, page or filter): what was shown is not its answer.
+    setData(undefined);
+    setError(undefined);
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const run = async (): Promise<void> => {

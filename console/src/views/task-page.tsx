@@ -55,7 +55,9 @@ function TaskBody() {
             </dd>
             <dt>Scope</dt>
             <dd>
-              <code>{task.scopeId}</code>
+              <a href={`/console/spaces/${spaceId}/runs/${task.scopeId}`}>
+                <code>{task.scopeId}</code>
+              </a>
             </dd>
             <dt>Mailbox</dt>
             <dd>

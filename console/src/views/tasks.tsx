@@ -104,7 +104,9 @@ function TaskList() {
                 </td>
                 <td class="number">{t.attempts}</td>
                 <td>
-                  <code class="id">{t.scopeId}</code>
+                  <a href={`/console/spaces/${spaceId}/runs/${t.scopeId}`}>
+                    <code class="id">{t.scopeId}</code>
+                  </a>
                 </td>
                 <td>{when(t.updatedAt)}</td>
               </tr>
