@@ -279,6 +279,24 @@ describe('the console in a browser', () => {
     await page.locator('.task-head .state-pending').waitFor();
     expect(await page.getByRole('button', { name: /cancel/i }).count()).toBe(0);
     expect(await page.locator('button.danger').count()).toBe(0);
+    // An OPEN group and an ACTIVE run: a write key would see Close group and Cancel run here.
+    for (const path of ['task-groups', 'destinations', `runs/${a.scopeId}`]) {
+      await page.goto(`${baseUrl}/console/spaces/${a.spaceId}/${path}`);
+      await page.locator('tbody tr').first().waitFor();
+      expect({ path, actions: await page.locator('button.danger').count() }).toEqual({ path, actions: 0 });
+    }
+    await page.context().close();
+  });
+
+  it('closes a task group after a confirmation, through the API', async () => {
+    const page = await signIn(a.key);
+    await page.goto(`${baseUrl}/console/spaces/${a.spaceId}/task-groups`);
+    await page.getByRole('button', { name: 'Close group' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Yes, close it' }).click();
+    await page.locator('tbody .state-sealed, tbody .state-decided').first().waitFor();
+    const groups = (await call('GET', `/v1/spaces/${a.spaceId}/task-groups`, a.key)).items as Array<{ state: string }>;
+    expect(groups.map((g) => g.state)).not.toContain('OPEN');
+    expect(await page.getByRole('button', { name: 'Close group' }).count()).toBe(0);
     await page.context().close();
   });
 

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
 
 /**
  * A button whose action runs only after a second, explicit yes in a modal <dialog> (the
@@ -10,6 +10,7 @@ export function ConfirmButton({ label, question, confirmLabel, onConfirm, childr
   const [open, setOpen] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
+  const questionId = useId();
   useEffect(() => {
     if (open && dialog.current && !dialog.current.open) dialog.current.showModal();
     if (!open && dialog.current?.open) dialog.current.close();
@@ -31,8 +32,8 @@ export function ConfirmButton({ label, question, confirmLabel, onConfirm, childr
       <button type="button" class="danger" onClick={() => setOpen(true)}>
         {label}
       </button>
-      <dialog ref={dialog} onClose={() => setOpen(false)} aria-labelledby="confirm-question">
-        <p id="confirm-question">{question}</p>
+      <dialog ref={dialog} onClose={() => setOpen(false)} aria-labelledby={questionId}>
+        <p id={questionId}>{question}</p>
         {children}
         {error && (
           <p class="error" role="alert">

@@ -1,6 +1,8 @@
+import { useMemo } from 'preact/hooks';
 import { unwrap } from '../api/client';
 import type { DeliveryAttempt, Destination } from '../api/types';
-import { useSignedIn } from '../console-context';
+import { useCan, useSignedIn } from '../console-context';
+import { ConfirmButton } from '../components/confirm';
 import { useSpaceId } from '../components/layout';
 import { PagedTable, type Column } from '../components/paged-table';
 import { Needs, PageTitle, StateBadge, when } from '../components/ui';
@@ -28,6 +30,23 @@ const attemptColumns: Array<Column<DeliveryAttempt>> = [
 export function Destinations() {
   const { api } = useSignedIn();
   const spaceId = useSpaceId();
+  const canConfigure = useCan('resource_config');
+  const shown = useMemo<Array<Column<Destination>>>(() => {
+    if (!canConfigure) return columns;
+    const resume = (d: Destination) => async (): Promise<void> => {
+      await api.POST('/v1/spaces/{spaceId}/destinations/{id}/resume', { params: { path: { spaceId, id: d.id }, header: { 'idempotency-key': crypto.randomUUID() } } }).then(unwrap);
+    };
+    const action: Column<Destination> = {
+      header: 'Action',
+      cell: (d) =>
+        d.state === 'PAUSED' ? (
+          <ConfirmButton label="Resume" question={`Resume deliveries to ${d.url}? It is tried again from where it stopped.`} confirmLabel="Yes, resume" onConfirm={resume(d)} />
+        ) : (
+          '—'
+        ),
+    };
+    return [...columns, action];
+  }, [api, spaceId, canConfigure]);
   return (
     <section>
       <PageTitle>Webhook destinations</PageTitle>
@@ -35,7 +54,7 @@ export function Destinations() {
         <PagedTable
           deps={[spaceId]}
           load={(cursor) => api.GET('/v1/spaces/{spaceId}/destinations', { params: { path: { spaceId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }).then(unwrap)}
-          columns={columns}
+          columns={shown}
           caption="Webhook destinations, 50 a page."
           empty="This space has no webhook destination."
           rowKey={(d) => d.id}

@@ -1,6 +1,8 @@
+import { useMemo } from 'preact/hooks';
 import { unwrap } from '../api/client';
 import type { TaskGroup } from '../api/types';
-import { useSignedIn } from '../console-context';
+import { useCan, useSignedIn } from '../console-context';
+import { ConfirmButton } from '../components/confirm';
 import { useSpaceId } from '../components/layout';
 import { PagedTable, type Column } from '../components/paged-table';
 import { Needs, PageTitle, StateBadge, when } from '../components/ui';
@@ -24,6 +26,23 @@ const columns: Array<Column<TaskGroup>> = [
 export function TaskGroups() {
   const { api } = useSignedIn();
   const spaceId = useSpaceId();
+  const canWrite = useCan('coordination_write');
+  const shown = useMemo<Array<Column<TaskGroup>>>(() => {
+    if (!canWrite) return columns;
+    const close = (g: TaskGroup) => async (): Promise<void> => {
+      await api.POST('/v1/spaces/{spaceId}/task-groups/{id}/close', { params: { path: { spaceId, id: g.id }, header: { 'idempotency-key': crypto.randomUUID() } } }).then(unwrap);
+    };
+    const action: Column<TaskGroup> = {
+      header: 'Action',
+      cell: (g) =>
+        g.state === 'OPEN' ? (
+          <ConfirmButton label="Close group" question="Close this group? No member can be added any more; it is decided on the members it has." confirmLabel="Yes, close it" onConfirm={close(g)} />
+        ) : (
+          '—'
+        ),
+    };
+    return [...columns, action];
+  }, [api, spaceId, canWrite]);
   return (
     <section>
       <PageTitle>Task groups</PageTitle>
@@ -31,7 +50,7 @@ export function TaskGroups() {
         <PagedTable
           deps={[spaceId]}
           load={(cursor) => api.GET('/v1/spaces/{spaceId}/task-groups', { params: { path: { spaceId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }).then(unwrap)}
-          columns={columns}
+          columns={shown}
           caption="Task groups with their members' verdicts and the decision, 50 a page."
           empty="This space has no task group."
           rowKey={(g) => g.id}
