@@ -20,10 +20,17 @@ import { NotFound } from './views/not-found';
 import { TaskGroups } from './views/task-groups';
 import { BarriersAndTimers } from './views/barriers';
 import { RunFinder, RunPage } from './views/run-page';
+import { OperatorConsole } from './views/operator';
 
 export const spacePath = '/console/spaces/:spaceId';
 
 export function App() {
+  // The operator view signs in with the operator token, not an API key: a console of its own.
+  if (location.pathname.startsWith('/console/operator')) return <OperatorConsole />;
+  return <KeyConsole />;
+}
+
+function KeyConsole() {
   const [key, setKey] = useState<string | undefined>(() => storedKey());
   const [session, setSession] = useState<ConsoleSession | undefined>(undefined);
   const [failure, setFailure] = useState<string | undefined>(undefined);

@@ -49,6 +49,9 @@ export function SignIn({ onSignIn, failure }: { onSignIn: (key: string) => Promi
           </p>
         )}
       </form>
+      <p>
+        <a href="/console/operator">Operator? Sign in with BATON_ADMIN_TOKEN</a>
+      </p>
     </main>
   );
 }
