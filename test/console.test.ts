@@ -160,6 +160,31 @@ describe('the console in a browser', () => {
     await page.context().close();
   });
 
+  it('is usable by keyboard alone: sign in, open a space, move between sections', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(`${baseUrl}/console`);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement.id')).toBe('api-key');
+    await page.keyboard.type(a.key);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Spaces' }).waitFor();
+    await page.getByRole('link', { name: 'acme-main' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: /^Usage in/ }).waitFor();
+    // Tab order: brand, Sign out, then the sections in order.
+    const tabs: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      await page.keyboard.press('Tab');
+      tabs.push(String(await page.evaluate('document.activeElement.textContent.trim()')));
+    }
+    expect(tabs).toEqual(['Baton console', 'Sign out', 'Overview', 'Mailboxes']);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Mailboxes' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Mailboxes' }).getAttribute('aria-current')).toBe('page');
+    await context.close();
+  });
+
   it("opens the banner's link to a space at that space once signed in", async () => {
     const page = await signIn(a.key, `/console/spaces/${a.spaceId}`);
     await page.getByRole('heading', { name: /^Usage in/ }).waitFor();
