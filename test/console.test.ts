@@ -121,7 +121,8 @@ afterAll(async () => {
   await store?.close();
 });
 
-describe('the console in a browser', () => {
+// A browser step waits on a busy CI machine (the whole suite runs beside it): room to spare.
+describe('the console in a browser', { timeout: 90_000 }, () => {
   it('is served with a strict CSP, an uncached page and immutable hashed assets, outside the OpenAPI document', async () => {
     const page = await fetch(`${baseUrl}/console/spaces/x/tasks`);
     expect(page.status).toBe(200);
