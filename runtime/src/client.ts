@@ -1,4 +1,5 @@
 import type { schemas } from '@baton/core';
+import type { DeliveryView, MemberTaskBody, MessageView, SendBatchBody, SendBody, SubmitBatchBody, TaskSubmitBody, TaskView } from './api-types';
 import type { Admitted, BatchItemReply, CallOptions, ClaimApi, ClaimGrant, ClaimView, CreatedItemReply, GroupView, In, Out, RunApi, TaskGroupApi, TimerApi, TimerView, WorkerApi } from './contract';
 import { BatonApiError, errorFromReply, isRetryable, networkError, timeoutError } from './errors';
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
@@ -155,9 +156,9 @@ export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi
   /** GET /mailboxes/{id}/messages?state= */
   listMessages(mailboxId: string, query?: StateListQuery<MessageState>, options?: CallOptions): Promise<Out<S['messagePage']>>;
   /** POST /mailboxes/{id}/messages */
-  send(mailboxId: string, body: In<S['sendBody']>, options?: CallOptions): Promise<Out<S['messageView']>>;
+  send<P = unknown>(mailboxId: string, body: SendBody<P>, options?: CallOptions): Promise<MessageView<P>>;
   /** POST /mailboxes/{id}/recv: null for 204 (nothing READY after the wait). The raw bypass of admission. */
-  recv(mailboxId: string, body: In<S['recvBody']>, options?: CallOptions): Promise<Out<S['deliveryView']> | null>;
+  recv<P = unknown>(mailboxId: string, body: In<S['recvBody']>, options?: CallOptions): Promise<DeliveryView<P> | null>;
   /** POST /messages/{id}/renew */
   renew(messageId: string, body: In<S['renewBody']>, options?: CallOptions): Promise<Out<S['renewReply']>>;
   /** POST /messages/{id}/complete */
@@ -165,9 +166,9 @@ export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi
   /** POST /messages/{id}/nack */
   nack(messageId: string, body: In<S['nackBody']>, options?: CallOptions): Promise<Out<S['nackReply']>>;
   /** POST /mailboxes/{id}/messages/send-batch: each message answered as send would, in order. */
-  sendBatch(mailboxId: string, body: In<S['sendBatchBody']>, options?: CallOptions): Promise<CreatedItemReply<Out<S['messageView']>>[]>;
+  sendBatch<P = unknown>(mailboxId: string, body: SendBatchBody<P>, options?: CallOptions): Promise<CreatedItemReply<MessageView<P>>[]>;
   /** POST /mailboxes/{id}/recv-batch: up to maxMessages claimed in FIFO order; [] for 204. */
-  recvBatch(mailboxId: string, body: In<S['recvBatchBody']>, options?: CallOptions): Promise<Out<S['deliveryView']>[]>;
+  recvBatch<P = unknown>(mailboxId: string, body: In<S['recvBatchBody']>, options?: CallOptions): Promise<DeliveryView<P>[]>;
   /** POST /messages/complete-batch: each item answered as complete would, in order; a failed item does not fail the call. */
   completeBatch(body: In<S['completeBatchBody']>, options?: CallOptions): Promise<BatchItemReply<Out<S['completeReply']>>[]>;
   /** POST /messages/nack-batch */
@@ -179,11 +180,11 @@ export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi
   /** GET /tasks?scopeId=&state= */
   listTasks(query?: TaskListQuery, options?: CallOptions): Promise<Out<S['taskPage']>>;
   /** POST /tasks: create-or-join by taskKey. */
-  submitTask(body: In<S['taskSubmitBody']>, options?: CallOptions): Promise<Out<S['taskSubmitReply']>>;
+  submitTask<I = unknown>(body: TaskSubmitBody<I>, options?: CallOptions): Promise<Out<S['taskSubmitReply']>>;
   /** POST /tasks/submit-batch: each task answered as submitTask would, in order (helpers.ts submitMany chunks any number). */
-  submitBatch(body: In<S['submitBatchBody']>, options?: CallOptions): Promise<CreatedItemReply<Out<S['taskSubmitReply']>>[]>;
+  submitBatch<I = unknown>(body: SubmitBatchBody<I>, options?: CallOptions): Promise<CreatedItemReply<Out<S['taskSubmitReply']>>[]>;
   /** GET /tasks/{id} */
-  getTask(taskId: string, options?: CallOptions): Promise<Out<S['taskView']>>;
+  getTask<I = unknown, O = unknown>(taskId: string, options?: CallOptions): Promise<TaskView<I, O>>;
   /** POST /tasks/{id}/cancel */
   cancelTask(taskId: string, body?: In<S['taskCancelBody']>, options?: CallOptions): Promise<Out<S['taskStateReply']>>;
   /** POST /tasks/{id}/join */
@@ -194,9 +195,9 @@ export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi
    * POST /tasks/admit: a task delivery with everything it requires, or null for 204. Pass the
    * same `idempotencyKey` to retry one intended claim across calls (an empty admit stores nothing).
    */
-  admit(body: In<S['admitBody']>, options?: CallOptions): Promise<Admitted | null>;
+  admit<I = unknown>(body: In<S['admitBody']>, options?: CallOptions): Promise<Admitted<I> | null>;
   /** POST /tasks/admit-batch: admit's rule up to maxTasks times in one call; [] for 204. Keep `idempotencyKey` across retries of one intended claim, as for admit. */
-  admitBatch(body: In<S['admitBatchBody']>, options?: CallOptions): Promise<Admitted[]>;
+  admitBatch<I = unknown>(body: In<S['admitBatchBody']>, options?: CallOptions): Promise<Admitted<I>[]>;
   /** GET /ops/tasks/{taskId}: the debugger view (usage_read). */
   getTaskDebug(taskId: string, options?: CallOptions): Promise<Out<S['taskDebugView']>>;
 
@@ -208,7 +209,7 @@ export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi
   /** GET /task-groups/{id}?waitMs=: a long poll until the group is DECIDED (the server caps the wait at 30,000 ms). */
   getGroup(groupId: string, waitMs?: number, options?: CallOptions): Promise<GroupView>;
   /** POST /task-groups/{id}/tasks: create-or-join a member task by taskKey (`created: false` for a member already). */
-  createMemberTask(groupId: string, body: In<S['memberTaskBody']>, options?: CallOptions): Promise<Out<S['memberTaskReply']>>;
+  createMemberTask<I = unknown>(groupId: string, body: MemberTaskBody<I>, options?: CallOptions): Promise<Out<S['memberTaskReply']>>;
   /** POST /task-groups/{id}/join-task: joins an outside task that is in no group; answers the group. */
   joinGroup(groupId: string, body: In<S['joinTaskBody']>, options?: CallOptions): Promise<GroupView>;
   /** POST /task-groups/{id}/tasks/{taskId}/accept: needs the member SUCCEEDED; idempotent; a verdict is final. */

@@ -1,5 +1,6 @@
-import type { schemas } from '@baton/core';
+import type { ErrorCode, schemas } from '@baton/core';
 import type { z } from 'zod';
+import type { AdmittedDeliveryView, DeliveryView, MemberTaskBody, SubmitBatchBody, TaskSubmitBody, TaskView } from './api-types';
 
 /**
  * The seam between the runtime's two halves: the typed client (client.ts, transport.ts,
@@ -23,8 +24,17 @@ export interface CallOptions {
   idempotencyKey?: string;
 }
 
-/** Admit answers null for 204 (nothing admissible after the wait). */
-export type Admitted = Out<typeof schemas.admittedDeliveryView>;
+/** A task delivery as admit answers it (null for 204: nothing admissible after the wait); `I` is the task's input. */
+export type Admitted<I = unknown> = AdmittedDeliveryView<I>;
+
+/**
+ * The body of every error the server answers (decisions §3), and of a batch item's refusal. The
+ * batch seams below take any string as the code, so fakes and the simulator need not name one of
+ * ErrorCode; the server only sends those.
+ */
+export interface ErrorEnvelope<Code extends string = ErrorCode> {
+  error: { code: Code; message: string; requestId: string; details?: unknown };
+}
 
 /**
  * One item of a complete-, nack- or renew-batch reply (decisions §8): the status and body its
@@ -35,16 +45,21 @@ export interface BatchItemReply<T> {
   /** The item's messageId; null only for an item that failed its schema (400) without a UUID there. */
   messageId: string | null;
   status: number;
-  body: T | { error: { code: string; message: string; requestId: string; details?: unknown } };
+  body: T | ErrorEnvelope<string>;
 }
 
 /** One item of a submit- or send-batch reply: 201 or 200 with the single route's reply, or the error envelope. */
 export interface CreatedItemReply<T> {
   status: number;
-  body: T | { error: { code: string; message: string; requestId: string; details?: unknown } };
+  body: T | ErrorEnvelope<string>;
 }
 
-/** The subset of the client that worker.ts and helpers.ts use. client.ts implements it (and more). */
+/**
+ * The subset of the client that worker.ts and helpers.ts use. client.ts implements it (and more,
+ * with type parameters for task inputs, outcomes and message payloads). The seams speak
+ * `unknown` for those, so a fake or the simulator implements them without type parameters; the
+ * helpers take the caller's types and narrow in one place each.
+ */
 export interface WorkerApi {
   admit(body: In<typeof schemas.admitBody>, options?: CallOptions): Promise<Admitted | null>;
   /** POST /tasks/admit-batch: up to maxTasks deliveries in FIFO order; [] for 204. */
@@ -55,10 +70,10 @@ export interface WorkerApi {
   renew(messageId: string, body: In<typeof schemas.renewBody>, options?: CallOptions): Promise<Out<typeof schemas.renewReply>>;
   complete(messageId: string, body: In<typeof schemas.completeBody>, options?: CallOptions): Promise<Out<typeof schemas.completeReply>>;
   nack(messageId: string, body: In<typeof schemas.nackBody>, options?: CallOptions): Promise<Out<typeof schemas.nackReply>>;
-  submitTask(body: In<typeof schemas.taskSubmitBody>, options?: CallOptions): Promise<Out<typeof schemas.taskSubmitReply>>;
+  submitTask(body: TaskSubmitBody, options?: CallOptions): Promise<Out<typeof schemas.taskSubmitReply>>;
   /** POST /tasks/submit-batch: one reply per task, in order ({status, body}: 201 created, 200 joined, or the error). */
-  submitBatch(body: In<typeof schemas.submitBatchBody>, options?: CallOptions): Promise<CreatedItemReply<Out<typeof schemas.taskSubmitReply>>[]>;
-  getTask(taskId: string, options?: CallOptions): Promise<Out<typeof schemas.taskView>>;
+  submitBatch(body: SubmitBatchBody, options?: CallOptions): Promise<CreatedItemReply<Out<typeof schemas.taskSubmitReply>>[]>;
+  getTask(taskId: string, options?: CallOptions): Promise<TaskView>;
   reserve(budgetId: string, body: In<typeof schemas.reserveBody>, options?: CallOptions): Promise<Out<typeof schemas.reservationView>>;
   settle(budgetId: string, body: In<typeof schemas.settleBody>, options?: CallOptions): Promise<Out<typeof schemas.entryReply>>;
   voidReservation(budgetId: string, body: In<typeof schemas.voidBody>, options?: CallOptions): Promise<Out<typeof schemas.entryReply>>;
@@ -82,16 +97,16 @@ export interface TaskGroupApi {
   createGroup(body: In<typeof schemas.groupCreateBody>, options?: CallOptions): Promise<Out<typeof schemas.groupCreatedReply>>;
   /** GET /task-groups/{id}?waitMs= (long poll until DECIDED). */
   getGroup(groupId: string, waitMs?: number, options?: CallOptions): Promise<GroupView>;
-  createMemberTask(groupId: string, body: In<typeof schemas.memberTaskBody>, options?: CallOptions): Promise<Out<typeof schemas.memberTaskReply>>;
+  createMemberTask(groupId: string, body: MemberTaskBody, options?: CallOptions): Promise<Out<typeof schemas.memberTaskReply>>;
   acceptMember(groupId: string, taskId: string, options?: CallOptions): Promise<Out<typeof schemas.verdictReply>>;
   rejectMember(groupId: string, taskId: string, options?: CallOptions): Promise<Out<typeof schemas.verdictReply>>;
-  getTask(taskId: string, options?: CallOptions): Promise<Out<typeof schemas.taskView>>;
+  getTask(taskId: string, options?: CallOptions): Promise<TaskView>;
   listTasks(query?: { scopeId?: string; limit?: number; cursor?: string }, options?: CallOptions): Promise<Out<typeof schemas.taskPage>>;
 }
 
 /** The subset of the client that timers.ts (sleepUntil) uses besides arming: receive and complete one message. */
 export interface TimerWaitApi {
-  recv(mailboxId: string, body: In<typeof schemas.recvBody>, options?: CallOptions): Promise<Out<typeof schemas.deliveryView> | null>;
+  recv(mailboxId: string, body: In<typeof schemas.recvBody>, options?: CallOptions): Promise<DeliveryView | null>;
   complete(messageId: string, body: In<typeof schemas.completeBody>, options?: CallOptions): Promise<Out<typeof schemas.completeReply>>;
 }
 

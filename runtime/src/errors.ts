@@ -7,8 +7,11 @@ import { parseRetryAfterMs } from './retry';
  * Codes the client makes itself. NETWORK: no reply arrived (connection failure or the attempt's
  * timeout), status 0. BAD_REPLY: a reply that is not what the API sends (not JSON, or an error
  * without the envelope, as a proxy in front of the server may answer); status is the reply's.
+ * UNKNOWN_CODE: an error envelope whose code this version of the runtime does not know (a newer
+ * server's); `serverCode` holds it.
  */
-export type ClientErrorCode = 'NETWORK' | 'BAD_REPLY';
+export type ClientErrorCode = 'NETWORK' | 'BAD_REPLY' | 'UNKNOWN_CODE';
+/** Every code a BatonApiError can carry: the server's (decisions §3) and the client's own. */
 export type ApiErrorCode = ErrorCode | ClientErrorCode;
 
 export interface BatonApiErrorInit extends ApiErrorShape {
@@ -20,7 +23,10 @@ export interface BatonApiErrorInit extends ApiErrorShape {
 /** Every failed call rejects with this (except a caller's abort, which rejects with the signal's reason). */
 export class BatonApiError extends Error implements ApiErrorShape {
   override readonly name = 'BatonApiError';
-  readonly code: string;
+  /** A union: `switch (error.code)` is checked for exhaustiveness, and a misspelt code does not compile. */
+  readonly code: ApiErrorCode;
+  /** The code as the reply sent it: equal to `code`, except under UNKNOWN_CODE. */
+  readonly serverCode: string;
   readonly status: number;
   readonly requestId: string | null;
   readonly details?: unknown;
@@ -28,7 +34,8 @@ export class BatonApiError extends Error implements ApiErrorShape {
 
   constructor(init: BatonApiErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
-    this.code = init.code;
+    this.code = isApiErrorCode(init.code) ? init.code : 'UNKNOWN_CODE';
+    this.serverCode = init.code;
     this.status = init.status;
     this.requestId = init.requestId;
     if (init.details !== undefined) this.details = init.details;
@@ -74,6 +81,12 @@ const retryableByCode: Record<ErrorCode, boolean> = {
 };
 
 const isServerCode = (code: string): code is ErrorCode => Object.hasOwn(retryableByCode, code);
+const clientCodes: Record<ClientErrorCode, true> = { NETWORK: true, BAD_REPLY: true, UNKNOWN_CODE: true };
+
+/** Whether `code` is one this runtime knows, the server's or its own. */
+export function isApiErrorCode(code: string): code is ApiErrorCode {
+  return isServerCode(code) || Object.hasOwn(clientCodes, code);
+}
 
 /** True when the same call, repeated with the same Idempotency-Key, may succeed. */
 export function isRetryable(error: unknown): boolean {

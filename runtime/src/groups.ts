@@ -24,30 +24,31 @@ const maxTaskKeyLength = 512;
 const terminalStates: ReadonlySet<TaskState> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED']);
 const isTerminal = (state: TaskState): boolean => terminalStates.has(state);
 
-export interface GroupMemberSpec {
+export interface GroupMemberSpec<I = unknown> {
   /** Names the member within the run: its taskKey is `<groupKey>:<key>`. */
   key: string;
-  input?: In<typeof schemas.memberTaskBody>['input'];
+  input?: I;
   /** The member task's own deadline (ISO 8601). */
   deadline?: string;
 }
 
-/** A member that ended, as the verifier sees it (and as `accepted` lists it). */
-export interface EndedMember {
+/** A member that ended, as the verifier sees it (and as `accepted` lists it); `O` is its outcome's type. */
+export interface EndedMember<O = unknown> {
   taskId: string;
   taskKey: string;
   /** The `key` it was fanned out with; null for a task that joined the group another way. */
   key: string | null;
   taskState: TaskState;
-  /** What the worker completed the task with (GET /tasks/{id} `outcome`). */
-  outcome: unknown;
+  /** What the worker completed the task with (GET /tasks/{id} `outcome`): null when it returned nothing or the task did not succeed. */
+  outcome: O | null;
 }
 
 export type MemberVerdict = 'ACCEPT' | 'REJECT';
 /** Judges a SUCCEEDED member's outcome. Throwing stops the run with that error (no verdict is given). */
-export type MemberVerifier = (member: EndedMember) => MemberVerdict | Promise<MemberVerdict>;
+export type MemberVerifier<O = unknown> = (member: EndedMember<O>) => MemberVerdict | Promise<MemberVerdict>;
 
-export interface RunGroupOptions {
+/** `I` is the members' input and `O` their outcome, the caller's word for both. */
+export interface RunGroupOptions<I = unknown, O = unknown> {
   /**
    * Names this run: the create's Idempotency-Key, each member's taskKey and the member creates'
    * Idempotency-Keys derive from it, so a rerun with the same groupKey (and the same options)
@@ -65,9 +66,10 @@ export interface RunGroupOptions {
   expectedMembers?: number;
   /** ISO 8601. Give the same value on a rerun: the create's body is part of its idempotency. */
   deadline?: string;
-  members: readonly GroupMemberSpec[];
+  // NoInfer: members of different shapes would otherwise fix I to the first one's; give I explicitly to check them.
+  members: readonly GroupMemberSpec<NoInfer<I>>[];
   /** Default: accept every SUCCEEDED member. */
-  verify?: MemberVerifier;
+  verify?: MemberVerifier<O>;
   /** Stop waiting after this long (WaitTimeoutError); the group runs on. Default: no limit. */
   timeoutMs?: number;
   /** Stops waiting (rejects with its reason); the group runs on. */
@@ -84,14 +86,14 @@ export interface FannedOutMember {
   taskId: string | null;
 }
 
-export interface GroupRun {
+export interface GroupRun<O = unknown> {
   groupKey: string;
   /** The group, DECIDED. */
   group: GroupView;
   /** `options.members` in order, with their task ids. */
   members: FannedOutMember[];
   /** The ACCEPTED members with their outcomes, in join order. */
-  accepted: EndedMember[];
+  accepted: EndedMember<O>[];
 }
 
 /**
@@ -106,8 +108,8 @@ export interface GroupRun {
  * member ends, whatever the verdicts: those still owed are given after the decision (the server
  * records them), so `accepted` covers every member.
  */
-export async function runGroup(client: TaskGroupApi, options: RunGroupOptions): Promise<GroupRun> {
-  const plan = planOf(options);
+export async function runGroup<I = unknown, O = unknown>(client: TaskGroupApi, options: RunGroupOptions<I, O>): Promise<GroupRun<O>> {
+  const plan = planOf(options as RunGroupOptions);
   const clock = options.clock ?? systemClock;
   const { signal } = options;
   const startedMs = clock.now();
@@ -121,7 +123,8 @@ export async function runGroup(client: TaskGroupApi, options: RunGroupOptions): 
     signal,
     timeoutMs: options.timeoutMs,
     endsAtMs: options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : startedMs + options.timeoutMs,
-    verify: options.verify ?? acceptEverySucceeded,
+    // The caller's word for the outcomes' type is taken here, where they are handed to its verifier.
+    verify: (options.verify as MemberVerifier | undefined) ?? acceptEverySucceeded,
     minWaitMs: options.poll?.minWaitMs ?? serverLongPollCapMs,
     maxWaitMs: Math.min(options.poll?.maxWaitMs ?? serverLongPollCapMs, serverLongPollCapMs),
     ended: new Map(),
@@ -129,7 +132,7 @@ export async function runGroup(client: TaskGroupApi, options: RunGroupOptions): 
   };
   const members = await fanOut(run, created.scopeId, plan);
   const group = await awaitDecision(run, await client.getGroup(run.groupId, 0, { signal }));
-  return { groupKey: plan.groupKey, group, members, accepted: await acceptedOf(run, group) };
+  return { groupKey: plan.groupKey, group, members, accepted: (await acceptedOf(run, group)) as EndedMember<O>[] };
 }
 
 const acceptEverySucceeded: MemberVerifier = () => 'ACCEPT';

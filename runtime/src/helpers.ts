@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { schemas } from '@baton/core';
+import type { TaskSubmitBody, TaskView as TypedTaskView } from './api-types';
 import type { ApiErrorShape, In, Out, WorkerApi } from './contract';
 import { systemClock, type RuntimeClock } from './clock';
 
@@ -222,9 +223,9 @@ export type SubmitResult = { ok: true; created: boolean; reply: Out<typeof schem
  * it already created. One task refused (TASK_KEY_CONFLICT, BACKLOG_FULL, ...) fails only itself;
  * a batch that fails whole (after the client's retries) throws, and the batches before it stand.
  */
-export async function submitMany(
+export async function submitMany<I = unknown>(
   client: WorkerApi,
-  tasks: readonly In<typeof schemas.taskSubmitBody>[],
+  tasks: readonly TaskSubmitBody<NoInfer<I>>[],
   options: { batchSize?: number; signal?: AbortSignal } = {},
 ): Promise<SubmitResult[]> {
   const batchSize = options.batchSize ?? maxBatchItems;
@@ -246,13 +247,14 @@ const maxBatchItems = 100;
 /**
  * Submit (create-or-join by taskKey, so a retry with the same body joins the same task) and
  * poll until the task is terminal. Returns the task view: `outcome` on SUCCEEDED,
- * `failureReason` otherwise. Throws WaitTimeoutError after timeoutMs; the task runs on.
+ * `failureReason` otherwise. Throws WaitTimeoutError after timeoutMs; the task runs on. `I` and
+ * `O` are the caller's word for the task's input and outcome (what its worker completes it with).
  */
-export async function submitAndAwait(
+export async function submitAndAwait<I = unknown, O = unknown>(
   client: WorkerApi,
-  body: In<typeof schemas.taskSubmitBody>,
+  body: TaskSubmitBody<I>,
   options: { timeoutMs?: number; pollMs?: number; clock?: RuntimeClock; signal?: AbortSignal } = {},
-): Promise<TaskView> {
+): Promise<TypedTaskView<I, O>> {
   const clock = options.clock ?? systemClock;
   const { signal } = options;
   const timeoutMs = options.timeoutMs ?? 300_000;
@@ -261,7 +263,7 @@ export async function submitAndAwait(
   const submitted = await client.submitTask(body, { signal });
   for (;;) {
     const task = await client.getTask(submitted.taskId, { signal });
-    if (terminalTaskStates.has(task.state)) return task;
+    if (terminalTaskStates.has(task.state)) return task as TypedTaskView<I, O>;
     const leftMs = deadlineMs - clock.now();
     if (leftMs <= 0) throw new WaitTimeoutError(`task ${submitted.taskId} reaching a terminal state`, timeoutMs);
     await clock.sleep(Math.min(pollMs, leftMs), signal);

@@ -1,5 +1,6 @@
 /** @baton/runtime: the typed client of a Baton space, and the worker and helpers built on it. */
 export * from './contract';
+export * from './api-types';
 export * from './transport';
 export * from './errors';
 export * from './clock';

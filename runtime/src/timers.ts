@@ -13,14 +13,14 @@ export const maxTimerDelayMs = 30 * 24 * 3_600_000;
 /** The workKey of a fired timer's message is this prefix and the timer's id. */
 export const timerWorkKeyPrefix = 'timer:';
 
-interface TimerRequestBase {
+interface TimerRequestBase<P> {
   /** Names the timer in the space, forever: a repeat with the same request answers the same timer. */
   timerKey: string;
   scopeId: string;
   /** Where the fired message goes. */
   mailboxId: string;
   /** What the fired message carries: any JSON value. */
-  payload: unknown;
+  payload: P;
 }
 
 /**
@@ -29,7 +29,7 @@ interface TimerRequestBase {
  * early because the worker's clock is off, and a rerun with the same key and delay is the same
  * request (200, the timer armed the first time). `at` is sent as fireAt, an instant.
  */
-export type ArmTimerRequest = TimerRequestBase & ({ delayMs: number; at?: never } | { at: Date; delayMs?: never });
+export type ArmTimerRequest<P = unknown> = TimerRequestBase<P> & ({ delayMs: number; at?: never } | { at: Date; delayMs?: never });
 
 /** POST /timers from a delay in milliseconds or a Date; see ArmTimerRequest for how each is sent. */
 export function armTimer(client: TimerApi, request: ArmTimerRequest, options?: CallOptions): Promise<TimerView> {
@@ -68,7 +68,7 @@ const sleepPollWaitMs = 20_000;
  * timer (200 on arm) and its message, fired or not. `holder` names the sleeper in the message's
  * claim. Aborting `signal` ends the wait (the timer stays armed: cancel it with cancelTimer).
  */
-export async function sleepUntil(client: TimerApi & TimerWaitApi, request: ArmTimerRequest & { holder: string }, options: CallOptions = {}): Promise<unknown> {
+export async function sleepUntil<P = unknown>(client: TimerApi & TimerWaitApi, request: ArmTimerRequest<P> & { holder: string }, options: CallOptions = {}): Promise<P> {
   const timer = await armTimer(client, request, options);
   // The arm's Idempotency-Key (if the caller gave one) is the arm's alone.
   const each: CallOptions = { signal: options.signal, timeoutMs: options.timeoutMs };
@@ -77,6 +77,6 @@ export async function sleepUntil(client: TimerApi & TimerWaitApi, request: ArmTi
     const delivery = await client.recv(request.mailboxId, { scopeId: request.scopeId, holder: request.holder, holderSession: timer.id, waitMs: sleepPollWaitMs }, each);
     if (delivery === null) continue;
     await client.complete(delivery.messageId, { token: delivery.token }, each);
-    return delivery.payload;
+    return delivery.payload as P; // the timer's own payload, as armed above
   }
 }

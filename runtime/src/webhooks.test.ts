@@ -45,6 +45,13 @@ describe('verifyWebhook', () => {
     expect(reason(() => verifyWebhook(secret, noId, body, { nowMs }))).toBe('MISSING_HEADERS');
   });
 
+  it('refuses a secret that is not whsec_ and base64, and a signed body that is not JSON', () => {
+    expect(reason(() => verifyWebhook('whsec_', signed(), body, { nowMs }))).toBe('BAD_SECRET');
+    const notJson = 'not json';
+    const headers = { ...signed(), 'webhook-signature': new Webhook(secret).sign('42', new Date(nowMs), notJson) };
+    expect(reason(() => verifyWebhook(secret, headers, notJson, { nowMs }))).toBe('BAD_PAYLOAD');
+  });
+
   it('refuses a timestamp outside the tolerance, either way', () => {
     expect(reason(() => verifyWebhook(secret, signed(nowMs - 301_000), body, { nowMs }))).toBe('TIMESTAMP_OUT_OF_TOLERANCE');
     expect(reason(() => verifyWebhook(secret, signed(nowMs + 301_000), body, { nowMs }))).toBe('TIMESTAMP_OUT_OF_TOLERANCE');

@@ -1,11 +1,14 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 
 /**
- * Verifying Baton's webhooks (Standard Webhooks) without a dependency: HMAC-SHA256 over
- * `${webhook-id}.${webhook-timestamp}.${body}` with the secret's bytes (the base64 after
- * `whsec_`), base64, compared in constant time with each `v1,` signature of the header
- * (several, space separated, while a secret rotates). Verify the raw body, before any JSON
- * parsing: a re-serialized body does not verify.
+ * Verifying Baton's webhooks (Standard Webhooks). The signature is the `standardwebhooks`
+ * library's, the one the server signs with: it decodes the `whsec_` secret and computes the
+ * HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}`. What stays here is what the
+ * library's own `verify` fixes and a receiver may need to set: the clock and the tolerance of
+ * webhook-timestamp (the library reads Date.now() with 5 minutes; the simulator verifies on its
+ * virtual clock), and a reason for each refusal instead of the library's messages. Verify the
+ * raw body, before any JSON parsing: a re-serialized body does not verify.
  */
 
 export type WebhookVerificationReason = 'MISSING_HEADERS' | 'BAD_SECRET' | 'BAD_TIMESTAMP' | 'TIMESTAMP_OUT_OF_TOLERANCE' | 'BAD_SIGNATURE' | 'BAD_PAYLOAD';
@@ -15,15 +18,16 @@ export class WebhookVerificationError extends Error {
   constructor(
     readonly reason: WebhookVerificationReason,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
 export interface VerifyWebhookOptions {
-  /** How far webhook-timestamp may be from now, either way (replays and skewed clocks). Default 300. */
+  /** How far webhook-timestamp may be from now, either way (replays and skewed clocks). Default 300, as Standard Webhooks. */
   toleranceSeconds?: number;
-  /** Now, for tests; Date.now() by default. */
+  /** Now, for tests and simulated clocks; Date.now() by default. */
   nowMs?: number;
 }
 
@@ -39,24 +43,26 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
   return undefined;
 }
 
-/** The signature a sender computes: base64 HMAC-SHA256 of "id.timestamp.body". */
-export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
-  const key = secretBytes(secret);
-  return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`;
+function webhookOf(secret: string): Webhook {
+  try {
+    return new Webhook(secret);
+  } catch (cause) {
+    throw new WebhookVerificationError('BAD_SECRET', 'the secret is not whsec_ followed by base64', { cause });
+  }
 }
 
-function secretBytes(secret: string): Buffer {
-  const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
-  const bytes = Buffer.from(encoded, 'base64');
-  if (bytes.length === 0) throw new WebhookVerificationError('BAD_SECRET', 'the secret is not whsec_ followed by base64');
-  return bytes;
+/** The signature header a sender computes (`v1,<base64>`), by the standardwebhooks library. */
+export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
+  return webhookOf(secret).sign(id, new Date(timestampSeconds * 1000), body);
 }
 
 /**
  * Checks a webhook's signature and timestamp; answers the parsed payload, or throws a
- * WebhookVerificationError saying what was wrong.
+ * WebhookVerificationError saying what was wrong. Any one of several space-separated `v1,`
+ * signatures may match (a secret being rotated).
  */
 export function verifyWebhook<T = unknown>(secret: string, headers: WebhookHeaders, body: string | Uint8Array, options: VerifyWebhookOptions = {}): T {
+  const webhook = webhookOf(secret);
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
@@ -67,8 +73,8 @@ export function verifyWebhook<T = unknown>(secret: string, headers: WebhookHeade
   if (Math.abs(nowSeconds - Number(timestamp)) > toleranceSeconds) {
     throw new WebhookVerificationError('TIMESTAMP_OUT_OF_TOLERANCE', `webhook-timestamp is more than ${toleranceSeconds} s from now`);
   }
-  const text = typeof body === 'string' ? body : Buffer.from(body).toString('utf8');
-  const expected = Buffer.from(signWebhook(secret, id, Number(timestamp), text).slice(3), 'base64');
+  const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
+  const expected = Buffer.from(webhook.sign(id, new Date(Number(timestamp) * 1000), text).slice('v1,'.length), 'base64');
   const matched = signatures.split(' ').some((candidate) => {
     const [version, signature] = candidate.split(',', 2);
     if (version !== 'v1' || !signature) return false;
@@ -78,7 +84,7 @@ export function verifyWebhook<T = unknown>(secret: string, headers: WebhookHeade
   if (!matched) throw new WebhookVerificationError('BAD_SIGNATURE', 'no v1 signature matches');
   try {
     return JSON.parse(text) as T;
-  } catch {
-    throw new WebhookVerificationError('BAD_PAYLOAD', 'the body is not JSON');
+  } catch (cause) {
+    throw new WebhookVerificationError('BAD_PAYLOAD', 'the body is not JSON', { cause });
   }
 }

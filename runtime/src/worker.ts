@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
+import type { TaskPayload } from './api-types';
 import type { Admitted, ApiErrorShape, BatchItemReply, CallOptions, WorkerApi } from './contract';
 import { Flusher, withdrawn, type FlusherOptions, type ItemResult } from './flusher';
 
@@ -74,8 +75,11 @@ export class DeliveryAbortedError extends Error {
 // ---------------------------------------------------------------------------------------------
 // Public shapes.
 
-/** What a handler sees of an admitted delivery. The token stays inside the worker on purpose. */
-export interface WorkerDelivery {
+/**
+ * What a handler sees of an admitted delivery, `I` the task's input (the caller's word: the
+ * server stores any JSON). The token stays inside the worker on purpose.
+ */
+export interface WorkerDelivery<I = unknown> {
   messageId: string;
   taskId: string;
   mailboxId: string;
@@ -83,24 +87,24 @@ export interface WorkerDelivery {
   /** 1 on the first claim; higher after nacks with retry or lease expiries. */
   attempt: number;
   /** The task delivery's payload, `{taskId, input}`. */
-  payload: unknown;
+  payload: TaskPayload<I>;
   /** `payload.input`: what the submitter passed. */
-  input: unknown;
+  input: I;
   /** What admission claimed with the delivery (pools, quotas, budget reservations, work limit). */
   claimed: Admitted['claimed'];
 }
 
-export interface HandlerContext {
-  delivery: WorkerDelivery;
+export interface HandlerContext<I = unknown> {
+  delivery: WorkerDelivery<I>;
   /** Aborts when the lease is lost or a drain hands the delivery back; stop work when it does. */
   signal: AbortSignal;
 }
 
-/** Return a value to complete with it as the task's outcome; throw to nack. */
-export type DeliveryHandler = (context: HandlerContext) => unknown | Promise<unknown>;
+/** Return a value to complete with it as the task's outcome (`O`); throw to nack. */
+export type DeliveryHandler<I = unknown, O = unknown> = (context: HandlerContext<I>) => O | Promise<O>;
 
-export type WorkerEvent =
-  | { type: 'admitted'; delivery: WorkerDelivery }
+export type WorkerEvent<I = unknown> =
+  | { type: 'admitted'; delivery: WorkerDelivery<I> }
   | { type: 'renewed'; messageId: string; taskId: string; leaseExpiresAt: string }
   | { type: 'completed'; messageId: string; taskId: string }
   | { type: 'failed'; messageId: string; taskId: string; retry: boolean; reason: 'handler' | 'drain'; error?: unknown }
@@ -118,7 +122,8 @@ export interface WorkerStats {
   inFlight: number;
 }
 
-export interface WorkerOptions {
+/** `I` is the input of the tasks this worker admits and `O` the outcome its handler completes them with. */
+export interface WorkerOptions<I = unknown, O = unknown> {
   client: WorkerApi;
   mailboxId: string;
   scopeId: string;
@@ -129,10 +134,10 @@ export interface WorkerOptions {
   leaseSeconds: number;
   /** The admit long poll; the server caps it at 30,000. Default 20,000. */
   waitMs?: number;
-  handler: DeliveryHandler;
+  handler: DeliveryHandler<I, O>;
   clock?: RuntimeClock;
   random?: RuntimeRandom;
-  onEvent?: (event: WorkerEvent) => void;
+  onEvent?: (event: WorkerEvent<I>) => void;
   /** Backoff after a failed admit: ceiling of the first, doubling up to maxMs. */
   admitBackoff?: { baseMs: number; maxMs: number };
   /** Call installSignalHandlers() on start (SIGTERM and SIGINT drain with this deadline). */
@@ -189,8 +194,8 @@ type RunState =
   | 'abandoned'
   | 'done';
 
-interface Run {
-  delivery: WorkerDelivery;
+interface Run<I = unknown> {
+  delivery: WorkerDelivery<I>;
   token: string;
   state: RunState;
   /** Local deadline of the lease and when to renew it, on the worker's clock. */
@@ -205,9 +210,10 @@ interface Run {
   markSettled: () => void;
 }
 
-function toWorkerDelivery(admitted: Admitted): WorkerDelivery {
-  const payload = admitted.payload;
-  const input = typeof payload === 'object' && payload !== null && 'input' in payload ? (payload as { input: unknown }).input : undefined;
+/** Where the caller's word for the input is taken: the server sends `{taskId, input}`, any JSON as input. */
+function toWorkerDelivery<I>(admitted: Admitted): WorkerDelivery<I> {
+  const payload = admitted.payload as TaskPayload<I>;
+  const input = (typeof payload === 'object' && payload !== null && 'input' in payload ? payload.input : undefined) as I;
   return {
     messageId: admitted.messageId,
     taskId: admitted.taskId,
@@ -292,7 +298,7 @@ function mayHaveClaimed(error: unknown): boolean {
 
 // ---------------------------------------------------------------------------------------------
 
-export function createWorker(options: WorkerOptions): Worker {
+export function createWorker<I = unknown, O = unknown>(options: WorkerOptions<I, O>): Worker {
   const { client, mailboxId, scopeId, holder, leaseSeconds, handler } = options;
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${options.concurrency}`);
   const concurrency = options.concurrency;
@@ -305,7 +311,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const steps = deliverySteps(client, clock, batching);
 
   const counters = { admitted: 0, completed: 0, failed: 0, leaseLost: 0, inFlight: 0 };
-  const runs = new Set<Run>();
+  const runs = new Set<Run<I>>();
   let started = false;
   let stopping: Promise<void> | null = null;
   /** Aborts the admit long poll and the backoff and slot waits of the admit loop. */
@@ -317,7 +323,7 @@ export function createWorker(options: WorkerOptions): Worker {
   let resolveDone!: () => void;
   const done = new Promise<void>((resolve) => (resolveDone = resolve));
 
-  function emit(event: WorkerEvent): void {
+  function emit(event: WorkerEvent<I>): void {
     try {
       options.onEvent?.(event);
     } catch {
@@ -392,11 +398,11 @@ export function createWorker(options: WorkerOptions): Worker {
   // --- one delivery --------------------------------------------------------------------------
 
   function accept(admitted: Admitted, receivedAtMs: number): void {
-    const delivery = toWorkerDelivery(admitted);
+    const delivery = toWorkerDelivery<I>(admitted);
     let markSettled!: () => void;
     const settled = new Promise<void>((resolve) => (markSettled = resolve));
     const deadlineMs = leaseDeadlineMs(admitted.leaseExpiresAt, receivedAtMs, leaseSeconds);
-    const run: Run = {
+    const run: Run<I> = {
       delivery,
       token: admitted.token,
       state: 'running',
@@ -423,7 +429,7 @@ export function createWorker(options: WorkerOptions): Worker {
     void runHandler(run);
   }
 
-  async function runHandler(run: Run): Promise<void> {
+  async function runHandler(run: Run<I>): Promise<void> {
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     try {
       outcome = { ok: true, value: await handler({ delivery: run.delivery, signal: run.handlerAbort.signal }) };
@@ -440,12 +446,12 @@ export function createWorker(options: WorkerOptions): Worker {
     finishRun(run);
   }
 
-  function finishRun(run: Run): void {
+  function finishRun(run: Run<I>): void {
     if (run.state === 'finishing' || run.state === 'abandoned') run.state = 'done';
     run.markSettled();
   }
 
-  async function complete(run: Run, value: unknown): Promise<void> {
+  async function complete(run: Run<I>, value: unknown): Promise<void> {
     const { messageId, taskId } = run.delivery;
     const result = await steps.complete(value === undefined ? { messageId, token: run.token } : { messageId, token: run.token, result: { payload: value } }, leaseLive(run));
     if (result === withdrawn) return recordLeaseLost(run, 'EXPIRED');
@@ -459,7 +465,7 @@ export function createWorker(options: WorkerOptions): Worker {
     emit({ type: 'error', stage: 'complete', error: result.error, messageId });
   }
 
-  async function nack(run: Run, retry: boolean, reason: 'handler' | 'drain', cause?: unknown): Promise<void> {
+  async function nack(run: Run<I>, retry: boolean, reason: 'handler' | 'drain', cause?: unknown): Promise<void> {
     const { messageId, taskId } = run.delivery;
     const result = await steps.nack({ messageId, token: run.token, retry }, leaseLive(run));
     if (result === withdrawn) return recordLeaseLost(run, 'EXPIRED');
@@ -479,9 +485,9 @@ export function createWorker(options: WorkerOptions): Worker {
    * complete or nack leaves (a flusher forms its request later than the handler returned), so a
    * finish that waited past the lease is withdrawn and reported lost, never sent.
    */
-  const leaseLive = (run: Run) => (): boolean => clock.now() < run.deadlineMs;
+  const leaseLive = (run: Run<I>) => (): boolean => clock.now() < run.deadlineMs;
 
-  async function keepRenewing(run: Run): Promise<void> {
+  async function keepRenewing(run: Run<I>): Promise<void> {
     while (run.state === 'running') {
       await sleepQuietly(clock, run.renewAtMs - clock.now(), run.leaseEnd.signal);
       if (run.state !== 'running') return;
@@ -489,7 +495,7 @@ export function createWorker(options: WorkerOptions): Worker {
     }
   }
 
-  async function renewOnce(run: Run): Promise<void> {
+  async function renewOnce(run: Run<I>): Promise<void> {
     const { messageId, taskId } = run.delivery;
     const result = await steps.renew({ messageId, token: run.token, leaseSeconds }, { signal: run.leaseEnd.signal });
     if (run.state !== 'running') return;
@@ -508,7 +514,7 @@ export function createWorker(options: WorkerOptions): Worker {
   }
 
   /** Sleeps to the local deadline; a renew that succeeded meanwhile has moved it, so look again. */
-  async function watchExpiry(run: Run): Promise<void> {
+  async function watchExpiry(run: Run<I>): Promise<void> {
     while (run.state === 'running') {
       const leftMs = run.deadlineMs - clock.now();
       if (leftMs <= 0) return loseLease(run, 'EXPIRED');
@@ -516,7 +522,7 @@ export function createWorker(options: WorkerOptions): Worker {
     }
   }
 
-  function loseLease(run: Run, cause: 'LEASE_LOST' | 'EXPIRED'): void {
+  function loseLease(run: Run<I>, cause: 'LEASE_LOST' | 'EXPIRED'): void {
     if (run.state !== 'running') return;
     run.state = 'lost';
     run.leaseEnd.abort();
@@ -524,7 +530,7 @@ export function createWorker(options: WorkerOptions): Worker {
     recordLeaseLost(run, cause);
   }
 
-  function recordLeaseLost(run: Run, cause: 'LEASE_LOST' | 'EXPIRED'): void {
+  function recordLeaseLost(run: Run<I>, cause: 'LEASE_LOST' | 'EXPIRED'): void {
     run.state = 'lost';
     counters.leaseLost += 1;
     emit({ type: 'lease_lost', messageId: run.delivery.messageId, taskId: run.delivery.taskId, cause });
@@ -534,7 +540,7 @@ export function createWorker(options: WorkerOptions): Worker {
   // --- stopping ------------------------------------------------------------------------------
 
   /** A drain takes the delivery back: abort the handler and nack with retry so another worker gets it at once. */
-  async function abandon(run: Run): Promise<void> {
+  async function abandon(run: Run<I>): Promise<void> {
     if (run.state !== 'running') return;
     run.state = 'abandoned';
     run.leaseEnd.abort();

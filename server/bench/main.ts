@@ -3,12 +3,14 @@
  * A new benchmark is one module exporting a Benchmark and one line in the registry below.
  */
 import { budgetsBenchmark } from './budgets';
+import { growthBenchmark } from './growth';
 import { BenchFailure, parseOptions, stopOnInterrupt, type Benchmark } from './harness';
 import { peersBenchmark } from './peers';
 import { tasksBenchmark } from './tasks';
 
 const benchmarks: Record<string, Benchmark> = {
   budgets: budgetsBenchmark,
+  growth: growthBenchmark,
   peers: peersBenchmark,
   tasks: tasksBenchmark,
 };

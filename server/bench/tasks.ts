@@ -127,7 +127,7 @@ export function configOf(options: BenchOptions): Config {
 // HTTP client (both threads): undici Pool, keep-alive, no pipelining. Every reply whose status is
 // not an expected one becomes a Problem carrying the status and the body.
 
-interface Endpoint {
+export interface Endpoint {
   baseUrl: string;
   spaceId: string;
   key: string;
@@ -212,13 +212,13 @@ interface Resources {
   workLimit: string;
 }
 
-interface Queue {
+export interface Queue {
   runId: string;
   mailboxId: string;
   scopeId: string;
 }
 
-type JobSpec =
+export type JobSpec =
   | { kind: 'cycles'; queue: Queue; workers: number; warmupSeconds: number; seconds: number; resources: Resources | null }
   | { kind: 'wake'; queue: Queue; idle: number; samples: number; waitMs: number; quietMs: number }
   | { kind: 'submit'; queue: Queue; tasks: number; submitters: number; batch: number }
@@ -252,7 +252,7 @@ export interface RateResult {
 
 type JobResult = CyclesResult | WakeResult | RateResult;
 
-interface JobMessage {
+export interface JobMessage {
   tasksBenchJob: true;
   endpoint: Endpoint;
   spec: JobSpec;
@@ -504,7 +504,7 @@ async function drainJob(client: Client, spec: Extract<JobSpec, { kind: 'drain' }
   return { seconds: (performance.now() - t0) / 1000, done, emptyAdmits, samples: latencies.toJSON(), problems };
 }
 
-async function runJobHere(message: JobMessage): Promise<JobResult> {
+export async function runJobHere(message: JobMessage): Promise<JobResult> {
   const { spec } = message;
   if (spec.kind === 'runtimeDrain') throw new Error('the runtime drain runs in runtime/bench/drain-job.ts');
   const connections = spec.kind === 'cycles' ? spec.workers : spec.kind === 'wake' ? spec.idle + 2 : spec.kind === 'submit' ? spec.submitters : spec.workers;

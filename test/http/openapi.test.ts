@@ -90,7 +90,8 @@ describe('the OpenAPI document and /docs', () => {
   it('declares Retry-After on every 429 reply', () => {
     const tooMany = Object.values(doc.paths as Record<string, Record<string, Json>>).flatMap((ops) => Object.values(ops).map((op) => op.responses?.['429']).filter(Boolean));
     expect(tooMany.length).toBeGreaterThan(3);
-    for (const reply of tooMany) expect(reply.headers['Retry-After'].schema).toEqual({ type: 'integer', minimum: 1 });
+    for (const reply of tooMany) expect(reply.headers['Retry-After']).toEqual({ $ref: '#/components/headers/Retry-After' });
+    expect(doc.components.headers['Retry-After'].schema).toEqual({ type: 'integer', minimum: 1 });
   });
 
   it('has Schema Objects that are valid JSON Schema 2020-12 with no foreign keywords', () => {
@@ -139,6 +140,9 @@ describe('the OpenAPI document and /docs', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/html/);
     expect(res.body).toContain('swagger-ui');
+    // Baton's reference, not Fastify's: its title and favicon.
+    expect(res.body).toContain('<title>Baton API reference</title>');
+    expect(res.body).toContain('favicon.svg');
     // The page is empty without its scripts: they are served too, without a key.
     for (const script of ['/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js']) {
       const asset = await server.baton.app.inject({ method: 'GET', url: script });

@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -9,78 +10,182 @@ import { startLiveServer, type LiveServer } from '../support/live-server';
 
 /**
  * @baton/runtime as a stranger gets it: its `npm pack` tarball (built by `npm run build`, which
- * `npm test` runs first) installed into a scratch project outside this repository, a worker
- * written against it type-checked by `tsc` under Node's own module rules (nodenext), compiled,
- * and run as its own process against a live server, where it completes a task.
+ * `npm test` runs first) installed into two scratch projects outside this repository, an ES module
+ * one and a CommonJS one. In each, a producer and a worker written against the package's typed API
+ * are type-checked by `tsc --strict` under Node's module rules (nodenext) and under a bundler's
+ * (bundler), the CommonJS one also under TypeScript's old node10 resolution; then compiled, and
+ * run as processes against a live server: the producer submits tasks and awaits their outcomes,
+ * the worker completes them.
  */
 
 const run = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 
-/** The user's worker: only the package's public API, imported by its name. */
-const workerSource = `
-import { createClient, createWorker, type DeliveryHandler } from '@baton/runtime';
-
-const client = createClient({ baseUrl: process.env.BATON_URL!, spaceId: process.env.BATON_SPACE!, apiKey: process.env.BATON_KEY! });
-const mailbox = await client.createMailbox({ name: 'packaged' }, { idempotencyKey: 'packaged-mailbox' });
-const scopeId = '00000000-0000-4000-8000-0000000000aa';
-const submitted = await client.submitTask({ scopeId, mailboxId: mailbox.id, taskKey: 'packaged-1', input: 'hello' });
-
-const handler: DeliveryHandler = async ({ delivery }) => String(delivery.input).toUpperCase();
-const worker = createWorker({
-  client, mailboxId: mailbox.id, scopeId, holder: 'packaged-worker', concurrency: 2, leaseSeconds: 30, handler,
-  onEvent: (event) => {
-    if (event.type === 'completed') void worker.stop();
-  },
-});
-worker.start();
-await worker.done;
-const task = await client.getTask(submitted.taskId);
-console.log(JSON.stringify({ taskId: task.id, state: task.state, outcome: task.outcome }));
+/** What producer and worker agree on: the task's input and outcome. */
+const tasksSource = `
+export interface Shout { text: string }
+export interface Shouted { upper: string; length: number }
 `;
 
+/** The user's worker: only the package's public API, imported by its name; no top-level await, so one source serves both module kinds. */
+const workerSource = `
+import { createClient, createWorker, type DeliveryHandler } from '@baton/runtime';
+import type { Shout, Shouted } from './tasks.js';
+
+const shout: DeliveryHandler<Shout, Shouted> = async ({ delivery }) => ({ upper: delivery.input.text.toUpperCase(), length: delivery.input.text.length });
+
+async function main(): Promise<void> {
+  const client = createClient({ baseUrl: process.env.BATON_URL!, spaceId: process.env.BATON_SPACE!, apiKey: process.env.BATON_KEY! });
+  const mailbox = await client.createMailbox({ name: process.env.MAILBOX! });
+  const expected = Number(process.env.EXPECTED);
+  let completed = 0;
+  const worker = createWorker({
+    client, mailboxId: mailbox.id, scopeId: process.env.BATON_SCOPE!, holder: 'packaged-worker', concurrency: 4, leaseSeconds: 30, handler: shout,
+    onEvent: (event) => {
+      if (event.type === 'admitted') console.log('admitted', event.delivery.input.text);
+      if (event.type === 'completed' && ++completed === expected) void worker.stop();
+    },
+  });
+  worker.start();
+  await worker.done;
+  console.log(JSON.stringify({ completed: worker.stats.completed }));
+}
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
+`;
+
+/** The user's producer: submits a batch, awaits each outcome, and shows a typed error code. */
+const producerSource = `
+import { BatonApiError, createClient, submitAndAwait, submitMany, type ApiErrorCode, type TaskView } from '@baton/runtime';
+import type { Shout, Shouted } from './tasks.js';
+
+async function main(): Promise<void> {
+  const client = createClient({ baseUrl: process.env.BATON_URL!, spaceId: process.env.BATON_SPACE!, apiKey: process.env.BATON_KEY! });
+  const mailbox = await client.createMailbox({ name: process.env.MAILBOX! });
+  const scopeId = process.env.BATON_SCOPE!;
+  const texts = ['hello', 'from', 'a stranger'];
+  const bodies = texts.map((text, i) => ({ scopeId, mailboxId: mailbox.id, taskKey: process.env.MAILBOX + '-' + i, input: { text } }));
+  const submitted = await submitMany<Shout>(client, bodies);
+  if (!submitted.every((result) => result.ok)) throw new Error('a submit was refused: ' + JSON.stringify(submitted));
+  // Create-or-join by taskKey: awaiting the same bodies joins the tasks just submitted.
+  const tasks: TaskView<Shout, Shouted>[] = await Promise.all(bodies.map((body) => submitAndAwait<Shout, Shouted>(client, body, { timeoutMs: 60_000 })));
+  let code: ApiErrorCode | null = null;
+  try {
+    await client.getTask('00000000-0000-4000-8000-000000000000');
+  } catch (error) {
+    if (error instanceof BatonApiError) code = error.code;
+  }
+  console.log(JSON.stringify({ outcomes: tasks.map((task) => ({ state: task.state, upper: task.outcome?.upper ?? null })), code }));
+}
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
+`;
+
+type ModuleKind = 'module' | 'commonjs';
+
+const strictOptions = { target: 'ES2022', strict: true, types: ['node'], skipLibCheck: false, forceConsistentCasingInFileNames: true };
+// The package's declarations are checked in full (skipLibCheck false) once per project, under
+// nodenext; bundler and node10 only resolve the same files another way, so they skip that part.
+const tsconfigs = {
+  nodenext: { compilerOptions: { ...strictOptions, module: 'NodeNext', moduleResolution: 'NodeNext', outDir: 'dist' }, files: ['tasks.ts', 'worker.ts', 'producer.ts'] },
+  bundler: { compilerOptions: { ...strictOptions, skipLibCheck: true, module: 'ESNext', moduleResolution: 'Bundler', noEmit: true }, files: ['tasks.ts', 'worker.ts', 'producer.ts'] },
+  // TypeScript's old resolution, without exports maps: it finds the package by main and types.
+  // esModuleInterop as `tsc --init` sets it: zod's own declarations need it under node10.
+  node10: { compilerOptions: { ...strictOptions, module: 'CommonJS', moduleResolution: 'Node10', esModuleInterop: true, skipLibCheck: true, noEmit: true }, files: ['tasks.ts', 'worker.ts', 'producer.ts'] },
+};
+
 describe('@baton/runtime from its npm pack tarball, outside the workspace', () => {
-  let project: string;
+  let scratch: string;
+  let tarball: string;
   let server: LiveServer;
 
   beforeAll(async () => {
-    project = await mkdtemp(join(tmpdir(), 'baton-runtime-user-'));
+    scratch = await mkdtemp(join(tmpdir(), 'baton-runtime-user-'));
     server = await startLiveServer({ clock: new SystemClock(), plan: 'TEAM', name: 'packaged' });
-  });
+    const { stdout: packed } = await run('npm', ['pack', '--workspace', '@baton/runtime', '--pack-destination', scratch, '--json'], { cwd: root });
+    const [{ filename, files }] = JSON.parse(packed) as [{ filename: string; files: { path: string }[] }];
+    tarball = join(scratch, filename);
+    // What ships: both builds with their declarations, the README and the licence; not the sources or the tests.
+    expect(files.map((f) => f.path).sort()).toEqual([
+      'LICENSE', 'README.md', 'dist/index.cjs', 'dist/index.cjs.map', 'dist/index.d.cts', 'dist/index.d.ts', 'dist/index.js', 'dist/index.js.map', 'package.json',
+    ]);
+  }, 120_000);
   afterAll(async () => {
     await server?.close();
-    if (project) await rm(project, { recursive: true, force: true });
+    if (scratch) await rm(scratch, { recursive: true, force: true });
   });
 
-  it('installs with zod as its only dependency, type-checks a worker with tsc, and the worker completes a task', async () => {
-    const { stdout: packed } = await run('npm', ['pack', '--workspace', '@baton/runtime', '--pack-destination', project, '--json'], { cwd: root });
-    const [{ filename, files }] = JSON.parse(packed) as [{ filename: string; files: { path: string }[] }];
-    // What ships: the build and the README, not the sources or the tests.
-    expect(files.map((f) => f.path).sort()).toEqual(['README.md', 'dist/index.d.ts', 'dist/index.js', 'dist/index.js.map', 'package.json']);
-
+  async function project(kind: ModuleKind): Promise<string> {
+    const dir = join(scratch, kind);
+    await mkdir(dir);
     const nodeTypes = JSON.parse(await readFile(join(root, 'node_modules/@types/node/package.json'), 'utf8')).version as string;
-    await writeFile(
-      join(project, 'package.json'),
-      JSON.stringify({ name: 'baton-runtime-user', private: true, type: 'module', dependencies: { '@baton/runtime': `file:./${filename}` }, devDependencies: { '@types/node': nodeTypes } }),
-    );
-    // zod and @types/node come from npm's cache when they are in it, as they are after this repository's install.
-    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project });
-    const installed = JSON.parse(await readFile(join(project, 'node_modules/@baton/runtime/package.json'), 'utf8'));
-    expect(Object.keys(installed.dependencies ?? {})).toEqual(['zod']);
+    await writeFile(join(dir, 'package.json'), JSON.stringify({ name: `baton-runtime-user-${kind}`, private: true, type: kind, dependencies: { '@baton/runtime': `file:${tarball}` }, devDependencies: { '@types/node': nodeTypes } }));
+    // zod, standardwebhooks and @types/node come from npm's cache, where this repository's install put them: no network needed.
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir });
+    await writeFile(join(dir, 'tasks.ts'), tasksSource);
+    await writeFile(join(dir, 'worker.ts'), workerSource);
+    await writeFile(join(dir, 'producer.ts'), producerSource);
+    for (const [name, config] of Object.entries(tsconfigs)) await writeFile(join(dir, `tsconfig.${name}.json`), JSON.stringify(config));
+    return dir;
+  }
 
-    await writeFile(join(project, 'worker.ts'), workerSource);
-    await writeFile(
-      join(project, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, types: ['node'], outDir: 'dist', skipLibCheck: false }, files: ['worker.ts'] }),
-    );
-    await run(process.execPath, [tsc, '-p', project], { cwd: project });
+  it('is clean under arethetypeswrong: every resolution mode finds JavaScript and types of its own kind', async () => {
+    const attw = join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js');
+    const { stdout } = await run(process.execPath, [attw, tarball, '--format', 'json'], { cwd: scratch });
+    const report = JSON.parse(stdout) as { problems: Record<string, unknown>; analysis: { entrypoints: Record<string, { resolutions: Record<string, { resolution?: { fileName: string } }> }> } };
+    expect(report.problems).toEqual({});
+    const resolved = Object.fromEntries(Object.entries(report.analysis.entrypoints['.']!.resolutions).map(([mode, r]) => [mode, r.resolution?.fileName.replace(/^.*\/dist\//, '')]));
+    expect(resolved).toEqual({ node10: 'index.d.cts', 'node16-cjs': 'index.d.cts', 'node16-esm': 'index.d.ts', bundler: 'index.d.ts' });
+  }, 60_000);
 
-    const { stdout } = await run(process.execPath, [join(project, 'dist/worker.js')], {
-      cwd: project,
-      env: { ...process.env, BATON_URL: server.baseUrl, BATON_SPACE: server.spaceId, BATON_KEY: server.apiKey },
-      timeout: 30_000,
-    });
-    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toMatchObject({ state: 'SUCCEEDED', outcome: 'HELLO' });
-  }, 120_000);
+  const cases: { kind: ModuleKind; build: string }[] = [
+    { kind: 'module', build: 'dist/index.js' },
+    { kind: 'commonjs', build: 'dist/index.cjs' },
+  ];
+
+  it.each(cases)('a $kind project installs it, type-checks under nodenext and bundler (and node10 for commonjs), and runs a producer and a worker', async ({ kind, build }) => {
+    const dir = await project(kind);
+    const installed = JSON.parse(await readFile(join(dir, 'node_modules/@baton/runtime/package.json'), 'utf8'));
+    expect(Object.keys(installed.dependencies ?? {}).sort()).toEqual(['standardwebhooks', 'zod']);
+
+    // Node picks the build of the project's own kind: require gets CommonJS, import the ES module.
+    const resolver = kind === 'commonjs' ? ['-p', "require.resolve('@baton/runtime')"] : ['--input-type=module', '-e', "console.log(import.meta.resolve('@baton/runtime'))"];
+    const { stdout: resolved } = await run(process.execPath, resolver, { cwd: dir });
+    expect(resolved.trim().endsWith(`/node_modules/@baton/runtime/${build}`)).toBe(true);
+
+    // tsc fails (and run rejects) on any type error, in the user's code or in the package's declarations.
+    await run(process.execPath, [tsc, '-p', 'tsconfig.bundler.json'], { cwd: dir });
+    if (kind === 'commonjs') await run(process.execPath, [tsc, '-p', 'tsconfig.node10.json'], { cwd: dir });
+    await run(process.execPath, [tsc, '-p', 'tsconfig.nodenext.json'], { cwd: dir });
+    const compiled = await readFile(join(dir, 'dist/worker.js'), 'utf8');
+    expect(compiled).toContain(kind === 'commonjs' ? 'require("@baton/runtime")' : "from '@baton/runtime'");
+
+    const env = { ...process.env, BATON_URL: server.baseUrl, BATON_SPACE: server.spaceId, BATON_KEY: server.apiKey, BATON_SCOPE: randomUUID(), MAILBOX: `packaged-${kind}`, EXPECTED: '3' };
+    const worker = spawn(process.execPath, [join(dir, 'dist/worker.js')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let workerOut = '';
+    let workerErr = '';
+    worker.stdout.on('data', (chunk: Buffer) => (workerOut += chunk.toString()));
+    worker.stderr.on('data', (chunk: Buffer) => (workerErr += chunk.toString()));
+    const workerExit = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
+    try {
+      const { stdout } = await run(process.execPath, [join(dir, 'dist/producer.js')], { cwd: dir, env, timeout: 90_000 });
+      expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual({
+        outcomes: [
+          { state: 'SUCCEEDED', upper: 'HELLO' },
+          { state: 'SUCCEEDED', upper: 'FROM' },
+          { state: 'SUCCEEDED', upper: 'A STRANGER' },
+        ],
+        code: 'NOT_FOUND',
+      });
+      expect(await workerExit, workerErr).toBe(0);
+      expect(JSON.parse(workerOut.trim().split('\n').at(-1)!)).toEqual({ completed: 3 });
+    } finally {
+      if (worker.exitCode === null) worker.kill('SIGKILL');
+    }
+  }, 300_000);
 });

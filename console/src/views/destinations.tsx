@@ -34,7 +34,7 @@ export function Destinations() {
   const shown = useMemo<Array<Column<Destination>>>(() => {
     if (!canConfigure) return columns;
     const resume = (d: Destination) => async (): Promise<void> => {
-      await api.POST('/v1/spaces/{spaceId}/destinations/{id}/resume', { params: { path: { spaceId, id: d.id }, header: { 'idempotency-key': crypto.randomUUID() } } }).then(unwrap);
+      await api.POST('/v1/spaces/{spaceId}/destinations/{id}/resume', { params: { path: { spaceId, id: d.id }, header: { 'Idempotency-Key': crypto.randomUUID() } } }).then(unwrap);
     };
     const action: Column<Destination> = {
       header: 'Action',

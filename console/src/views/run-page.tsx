@@ -70,7 +70,7 @@ function RunBody() {
   const run = polled.data?.run;
   const ops = polled.data?.ops;
   const cancel = async (): Promise<void> => {
-    await api.POST('/v1/spaces/{spaceId}/runs/{scopeId}/cancel', { params: { path: { spaceId, scopeId }, header: { 'idempotency-key': crypto.randomUUID() } } }).then(unwrap);
+    await api.POST('/v1/spaces/{spaceId}/runs/{scopeId}/cancel', { params: { path: { spaceId, scopeId }, header: { 'Idempotency-Key': crypto.randomUUID() } } }).then(unwrap);
     polled.refresh();
   };
   return (

@@ -30,7 +30,7 @@ export function TaskGroups() {
   const shown = useMemo<Array<Column<TaskGroup>>>(() => {
     if (!canWrite) return columns;
     const close = (g: TaskGroup) => async (): Promise<void> => {
-      await api.POST('/v1/spaces/{spaceId}/task-groups/{id}/close', { params: { path: { spaceId, id: g.id }, header: { 'idempotency-key': crypto.randomUUID() } } }).then(unwrap);
+      await api.POST('/v1/spaces/{spaceId}/task-groups/{id}/close', { params: { path: { spaceId, id: g.id }, header: { 'Idempotency-Key': crypto.randomUUID() } } }).then(unwrap);
     };
     const action: Column<TaskGroup> = {
       header: 'Action',

@@ -29,7 +29,7 @@ function TaskBody() {
   const cancel = async (): Promise<void> => {
     await api
       .POST('/v1/spaces/{spaceId}/tasks/{id}/cancel', {
-        params: { path: { spaceId, id: taskId }, header: { 'idempotency-key': crypto.randomUUID() } },
+        params: { path: { spaceId, id: taskId }, header: { 'Idempotency-Key': crypto.randomUUID() } },
         body: { reason: 'cancelled in the console' },
       })
       .then(unwrap);

@@ -10,6 +10,8 @@ import { frameworkErrors, installErrorHandlers } from './error-handler';
 import { installRequestLog } from './request-log';
 import { installJsonParser } from './json-body';
 import { documentedSchema } from './batch-items';
+import { applyContract, info } from './contract/document';
+import { referencePage } from './contract/reference-page';
 import { adminRoutes } from './routes/admin';
 import { allowanceRoutes } from './routes/allowances';
 import { barrierRoutes } from './routes/barriers';
@@ -88,17 +90,16 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false, ti
     openapi: {
       // 3.1 so the zod transform emits JSON Schema 2020-12 (null as a type, no `nullable`).
       openapi: '3.1.0',
-      info: { title: 'Baton coordination API', version: '1.0.0', description: 'See docs/ for the prose reference.' },
-      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
-      security: [{ apiKey: [] }],
+      info: { title: info.title, version: info.version },
     },
     // Batch routes validate their items one by one; the document shows the items' shape (batch-items.ts).
     transform: (input) => jsonSchemaTransform({ ...input, schema: documentedSchema(input.schema) }),
-    transformObject: (input) => withRetryAfter(jsonSchemaTransformObject(input)),
+    // Ids, summaries, every status and the examples (contract/): rules over the generated document.
+    transformObject: (input) => applyContract(jsonSchemaTransformObject(input)),
   });
   // The rendered reference of the same document; outside /v1/spaces, so no key is needed, and
   // its routes are hidden from the document.
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  await app.register(fastifySwaggerUi, referencePage);
 
   await app.register(healthRoutes(deps));
   await app.register(metricsRoutes(deps));
@@ -132,22 +133,3 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false, ti
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }
-
-/** decisions §3 and §9: every 429 and 503 carries Retry-After; zod response schemas describe bodies only, so the header is added here. */
-function withRetryAfter<T>(document: T): T {
-  const paths = (document as { paths?: Record<string, Record<string, { responses?: Record<string, { headers?: object }> }>> }).paths ?? {};
-  for (const operations of Object.values(paths)) {
-    for (const operation of Object.values(operations)) {
-      for (const [status, description] of Object.entries(retryAfterDescriptions)) {
-        const response = operation.responses?.[status];
-        if (response) response.headers = { 'Retry-After': { description, schema: { type: 'integer', minimum: 1 } } };
-      }
-    }
-  }
-  return document;
-}
-
-const retryAfterDescriptions: Record<string, string> = {
-  429: 'Whole seconds (at least 1) until the call can pass: to the window or cooldown end for QUOTA_EXHAUSTED, the next minute for rate limits, the next month for OPERATIONS_EXHAUSTED, else 1.',
-  503: 'Whole seconds (at least 1) before trying again (UNAVAILABLE: the store cannot be reached, or the server is draining). Retry with the same Idempotency-Key: the write may or may not have committed.',
-};
