@@ -111,7 +111,7 @@ describe.each(storeTargets())('operator lists of organizations, spaces and keys 
   it('describes the three lists in the OpenAPI document with an operationId, a summary and a response description', async () => {
     const doc = (await server.inject('GET', '/v1/openapi.json', {})).body;
     const operations = [doc.paths['/admin/v1/orgs'].get, doc.paths['/admin/v1/orgs/{orgId}/spaces'].get, doc.paths['/admin/v1/orgs/{orgId}/keys'].get];
-    expect(operations.map((o) => o.operationId)).toEqual(['adminListOrgs', 'adminListSpaces', 'adminListKeys']);
+    expect(operations.map((o) => o.operationId)).toEqual(['listOrgs', 'listSpaces', 'listApiKeys']);
     for (const operation of operations) {
       expect(operation.summary).toBeTruthy();
       expect(operation.responses['200'].description).not.toBe('Default Response');

@@ -336,6 +336,9 @@ export const operations: Record<string, OperationContract> = {
   'GET /ops/runs/{scopeId}': { operationId: 'getRunDebugView', summary: 'Debug a run: its work by state' },
 
   // The operator API (decisions §2)
+  'GET /admin/v1/orgs': { operationId: 'listOrgs', summary: 'List organizations' },
+  'GET /admin/v1/orgs/{orgId}/spaces': { operationId: 'listSpaces', summary: 'List the spaces of an organization' },
+  'GET /admin/v1/orgs/{orgId}/keys': { operationId: 'listApiKeys', summary: 'List the API keys of an organization, without secrets' },
   'POST /admin/v1/orgs': { operationId: 'createOrg', summary: 'Create an organization', replies: { 201: created }, example: { name: 'acme-research', plan: 'TEAM' } },
   'PUT /admin/v1/orgs/{orgId}/plan': { operationId: 'changeOrgPlan', summary: 'Change an organization\'s plan', example: { plan: 'ENTERPRISE' } },
   'POST /admin/v1/orgs/{orgId}/spaces': { operationId: 'createSpace', summary: 'Create a space', replies: { 201: created }, example: { name: 'production' } },
