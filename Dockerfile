@@ -11,6 +11,7 @@ COPY core/package.json core/
 COPY server/package.json server/
 COPY runtime/package.json runtime/
 COPY sim/package.json sim/
+COPY console/package.json console/
 
 # 1. Build the server (it bundles @baton/core; the migrations are copied beside it).
 FROM node:20-bookworm-slim AS build

@@ -20,6 +20,7 @@ describe('loadConfig', () => {
       secretKey: undefined,
       webhookAllowPrivate: false,
       webhookTimeoutMs: 10_000,
+      console: true,
     });
   });
 

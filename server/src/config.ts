@@ -31,6 +31,8 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** BATON_WEBHOOK_TIMEOUT_MS (10,000): one delivery attempt, connect to end of reply; a dispatcher's lease on a destination follows from it. */
   webhookTimeoutMs: number;
+  /** BATON_CONSOLE (on): the operator console at /console (docs/console.md); off serves nothing there. */
+  console: boolean;
 }
 
 export class ConfigError extends Error {
@@ -64,6 +66,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   if (!Number.isInteger(webhookTimeoutMs) || webhookTimeoutMs < 100 || webhookTimeoutMs > 60_000) {
     throw new ConfigError(`BATON_WEBHOOK_TIMEOUT_MS must be 100 to 60000, got ${env.BATON_WEBHOOK_TIMEOUT_MS}`);
   }
+  const consoleSetting = env.BATON_CONSOLE ?? 'on';
+  if (consoleSetting !== 'on' && consoleSetting !== 'off') throw new ConfigError(`BATON_CONSOLE must be on or off, got ${consoleSetting}`);
   let clockStartMs: number | undefined;
   if (env.BATON_CLOCK_START) {
     try {
@@ -89,6 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     secretKey,
     webhookAllowPrivate: allowPrivate === '1',
     webhookTimeoutMs,
+    console: consoleSetting === 'on',
   };
 }
 

@@ -42,7 +42,7 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<void> {
   // is one process, so its default LocalNotifier is enough.
   // It takes two connections of its own: the listener and a publisher with asynchronous commit.
   const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.databaseUrl, clock, logger }) : undefined;
-  const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, bootstrap: config.bootstrap, bootstrapPlan: config.bootstrapPlan, logger, notifier,
+  const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, console: config.console, bootstrap: config.bootstrap, bootstrapPlan: config.bootstrapPlan, logger, notifier,
     webhooks: { secretKey, allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs } });
   if (!secretKey) logger.warn('BATON_SECRET_KEY is not set: webhook destinations cannot be created (docs/operator.md)');
 
@@ -73,7 +73,7 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<void> {
   const address = await baton.app.listen({ host: config.host, port: config.port });
   logger.info({ address, store: store.kind, clock: clock.mode, admin: config.adminToken ? 'enabled' : 'disabled (set BATON_ADMIN_TOKEN)', metrics: config.metricsToken ? 'enabled' : 'disabled (set BATON_METRICS_TOKEN)' }, 'baton is serving');
   const existing = config.bootstrap && !baton.devCredentials ? await firstTenant(store) : undefined;
-  process.stdout.write(startBanner({ address, created: baton.devCredentials, existing, bootstrap: config.bootstrap, adminEnabled: config.adminToken !== undefined, scopeId: randomUUID() }));
+  process.stdout.write(startBanner({ address, created: baton.devCredentials, existing, bootstrap: config.bootstrap, adminEnabled: config.adminToken !== undefined, scopeId: randomUUID(), console: config.console }));
 }
 
 /** On the embedded store without BATON_SECRET_KEY: the key kept in the data directory, made on first use (decisions §11). */

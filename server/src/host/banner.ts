@@ -12,6 +12,8 @@ export interface BannerFacts {
   adminEnabled: boolean;
   /** A fresh UUID offered as the run worker and producers share. */
   scopeId: string;
+  /** The operator console is served (BATON_CONSOLE on): its link is printed. */
+  console?: boolean;
 }
 
 /** The caps a plan's limits put on the work of one team, in words; the null ones are no cap. */
@@ -44,6 +46,10 @@ function keyAdvice(orgId: string, adminEnabled: boolean): string {
 /** The banner printed on stdout once the server listens. */
 export function startBanner(f: BannerFacts): string {
   const lines = ['', `Baton is serving at ${f.address} (API reference: ${f.address}/docs).`];
+  if (f.console) {
+    const spaceId = f.created?.spaceId ?? f.existing?.space?.id;
+    lines.push(`Operator console: ${f.address}/console${spaceId ? `/spaces/${spaceId}` : ''} (sign in with an API key, e.g. BATON_KEY).`);
+  }
   if (f.created) {
     const c = f.created;
     lines.push(

@@ -56,6 +56,8 @@ export interface BatonOptions {
   notifier?: Notifier;
   /** BATON_METRICS_TOKEN: enables GET /metrics (404 without it) and the census sampler. */
   metricsToken?: string;
+  /** BATON_CONSOLE: the operator console at /console; on unless false. */
+  console?: boolean;
   /** The census sampler's interval and caps; defaults in census-sampler.ts. */
   metricsCensus?: Partial<CensusOptions>;
   /** Webhooks: BATON_SECRET_KEY, BATON_WEBHOOK_ALLOW_PRIVATE, and (tests) shorter timeouts or schedules. */
@@ -120,6 +122,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
     telemetry: metrics?.telemetry ?? noTelemetry,
     metrics,
     storeOutage,
+    console: options.console,
   };
   const devCredentials = options.bootstrap ? await bootstrapDev(store, options.clock.now(), random, options.bootstrapPlan) : undefined;
   const app = await buildApp(deps, options.logger ?? false, options.http);

@@ -35,6 +35,7 @@ import { spaceScope } from './space-scope';
 import { installLimits } from './limit-hooks';
 import { usageRoutes } from './routes/usage';
 import { runRoutes } from './routes/runs';
+import { consoleRoutes } from './console';
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -103,6 +104,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false, ti
   await app.register(healthRoutes(deps));
   await app.register(metricsRoutes(deps));
   await app.register(adminRoutes(deps), { prefix: '/admin/v1' });
+  if (deps.console !== false) await app.register(consoleRoutes(deps));
   await app.register(
     async (v1) => {
       spaceScope(v1, deps);

@@ -40,6 +40,8 @@ export interface AppDeps {
   metrics?: MetricsEndpoint;
   /** Whether the store can be reached, as `store` saw it last (/readyz says why not). */
   storeOutage: StoreOutage;
+  /** The operator console at /console; on unless false (BATON_CONSOLE=off). */
+  console?: boolean;
 }
 
 export class DrainController implements Drain {
