@@ -13,7 +13,8 @@ COPY runtime/package.json runtime/
 COPY sim/package.json sim/
 COPY console/package.json console/
 
-# 1. Build the server (it bundles @baton/core; the migrations are copied beside it).
+# 1. Build the server (it bundles @baton/core; the migrations are copied beside it) and the console
+#    (static assets; its build reads the server's OpenAPI document for its types).
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY --from=manifests /app ./
@@ -24,7 +25,8 @@ COPY core core
 COPY server server
 COPY runtime runtime
 COPY sim sim
-RUN npm run build --workspace @baton/core --workspace @baton/server
+COPY console console
+RUN npm run build --workspace @baton/core --workspace @baton/server --workspace @baton/console
 
 # 2. The server's production dependencies only (no TypeScript, test or build tools).
 FROM node:20-bookworm-slim AS deps
@@ -42,8 +44,12 @@ COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/server/package.json server/package.json
 COPY --from=build /app/server/bin server/bin
 COPY --from=build /app/server/dist server/dist
+# The console's assets, found by the server as the @baton/console package (server/src/http/console.ts).
+COPY --from=build /app/console/package.json console/package.json
+COPY --from=build /app/console/dist console/dist
 # `baton-server` on the PATH: the operator commands inside the container (BATON_URL defaults to this server).
-RUN mkdir -p /data && chown node:node /data && ln -s /app/server/bin/baton-server.mjs /usr/local/bin/baton-server
+RUN mkdir -p /data node_modules/@baton && chown node:node /data && ln -s ../../console node_modules/@baton/console \
+  && ln -s /app/server/bin/baton-server.mjs /usr/local/bin/baton-server
 USER node
 EXPOSE 8080
 # Liveness; readiness (/readyz) turns false while a SIGTERM drains.
