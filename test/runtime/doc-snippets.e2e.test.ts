@@ -78,7 +78,7 @@ const harnesses: Record<string, { prelude?: string; postlude?: string; file?: st
     postlude: `}\nawait finish();\nawait finish();\n${check('harness.isRetryable !== undefined && harness.isTransportFailure !== undefined', 'the imports exist')}`,
   },
   'runtime/README.md#5': {
-    prelude: `${client}${scope}const plan = [1, 2];\nconst applied: number[] = [];\nconst deployStore = { apply: async (step: number, _o: { fencingToken: string }) => void applied.push(step) };\n`,
+    prelude: `${client}${scope}const plan = [1, 2];\nconst applied: number[] = [];\nconst deployStore = { apply: async (step: number, _o: { fencingToken: number }) => void applied.push(step) };\n`,
     postlude: `${check('applied.length === 2 && ClaimHeldError !== undefined && ClaimLostError !== undefined', 'every step ran under the claim')}`,
   },
   'runtime/README.md#6': { prelude: `${client}${scope}${mailbox}`, postlude: check("typeof timer.id === 'string' && firedTimerIdOf !== undefined", 'the timer was armed') },
@@ -87,7 +87,7 @@ const harnesses: Record<string, { prelude?: string; postlude?: string; file?: st
     postlude: check('(payload as { retry: number }).retry === 1', 'the sleep answered the payload once the timer fired'),
   },
   'runtime/README.md#8': {
-    prelude: `${client}${mailbox}const parentScopeId = process.env.BATON_SCOPE!;\nconst input = { text: 'child' };\nconst signal = new AbortController().signal;\nconst summarise = async (scopeId: string, _signal: AbortSignal): Promise<string> => scopeId;\n`,
+    prelude: `${client}${mailbox}const parentScopeId = harness.randomKey();\nawait client.createRun({ scopeId: parentScopeId, name: 'parent' });\nconst input = { text: 'child' };\nconst signal = new AbortController().signal;\nconst summarise = async (scopeId: string, _signal: AbortSignal): Promise<string> => scopeId;\n`,
     postlude: check("typeof summary === 'string'", 'the child run answered'),
   },
   'runtime/README.md#9': {
@@ -115,6 +115,8 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   server = await startLiveServer({ clock: new SystemClock(), plan: 'ENTERPRISE', name: 'doc-snippets' });
+  // As `npm start` runs it: the sweeps that fire timers (the README's sleepUntil waits on one).
+  server.baton.background.start();
   env = { BATON_URL: server.baseUrl, BATON_SPACE: server.spaceId, BATON_KEY: server.apiKey, BATON_SCOPE: randomUUID(), PORT: String(await freePort()) };
   // Inside the repository, so '@baton/runtime' resolves to the workspace package as a user's install would.
   dir = mkdtempSync(join(root, 'test/runtime/.snippets-'));
@@ -124,13 +126,18 @@ beforeAll(async () => {
   for (const [n, snippet] of snippets.entries()) {
     const harness = harnesses[snippet.id] ?? {};
     const file = harness.file ?? `snippet-${n + 1}.ts`;
-    const text = harness.file ? snippet.code : `import * as harness from './harness.js';\n${harness.prelude ?? ''}${snippet.code}${harness.postlude ?? ''}`;
+    // A snippet's imports go first: its prelude may open a function around its body.
+    const lines = snippet.code.split('\n');
+    const imports = lines.filter((line) => line.startsWith('import ')).join('\n');
+    const body = lines.filter((line) => !line.startsWith('import ')).join('\n');
+    const text = harness.file ? snippet.code : `import * as harness from './harness.js';\n${imports}\n${harness.prelude ?? ''}${body}${harness.postlude ?? ''}`;
     writeFileSync(join(dir, file), `// ${snippet.id}\n${text}`);
   }
 }, 120_000);
 
 afterAll(async () => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (dir && !process.env.KEEP_SNIPPETS) rmSync(dir, { recursive: true, force: true });
+  server?.baton.background.stop();
   await server?.close();
 });
 
