@@ -63,7 +63,8 @@ it('40 tasks of 2 s on 8 workers, each awaited with submitAndAwait, end in about
   expect(tasks.map((task) => task.state)).toEqual(Array(40).fill('SUCCEEDED'));
   expect(tasks.map((task) => task.outcome?.doubled)).toEqual(Array.from({ length: 40 }, (_, n) => n * 2));
   expect(statuses.get(429) ?? 0).toBe(0);
-  // Five rounds of 2 s; the slack is for admission's wake-ups and a machine busy with other tests.
+  // Five rounds of 2 s: 12.0 s alone and 12.5 s beside the other runtime tests on a 2-core
+  // machine; the bound leaves room for a busier one and still fails polling (88 s).
   expect(tookMs).toBeGreaterThanOrEqual(10_000);
-  expect(tookMs).toBeLessThan(15_000);
+  expect(tookMs).toBeLessThan(20_000);
 }, 90_000);
