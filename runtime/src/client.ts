@@ -1,6 +1,6 @@
 import type { schemas } from '@baton/core';
 import type { DeliveryView, MemberTaskBody, MessageView, SendBatchBody, SendBody, SubmitBatchBody, TaskSubmitBody, TaskView } from './api-types';
-import type { Admitted, BatchItemReply, CallOptions, ClaimApi, ClaimGrant, ClaimView, CreatedItemReply, GroupView, In, Out, RunApi, TaskGroupApi, TimerApi, TimerView, WorkerApi } from './contract';
+import type { Admitted, BatchItemReply, CallOptions, GetTaskOptions, ClaimApi, ClaimGrant, ClaimView, CreatedItemReply, GroupView, In, Out, RunApi, TaskGroupApi, TimerApi, TimerView, WorkerApi } from './contract';
 import { BatonApiError, errorFromReply, isRetryable, networkError, timeoutError } from './errors';
 import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from './clock';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retry';
@@ -183,8 +183,8 @@ export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi
   submitTask<I = unknown>(body: TaskSubmitBody<I>, options?: CallOptions): Promise<Out<S['taskSubmitReply']>>;
   /** POST /tasks/submit-batch: each task answered as submitTask would, in order (helpers.ts submitMany chunks any number). */
   submitBatch<I = unknown>(body: SubmitBatchBody<I>, options?: CallOptions): Promise<CreatedItemReply<Out<S['taskSubmitReply']>>[]>;
-  /** GET /tasks/{id} */
-  getTask<I = unknown, O = unknown>(taskId: string, options?: CallOptions): Promise<TaskView<I, O>>;
+  /** GET /tasks/{id}?waitMs=: with `waitMs`, a long poll until the task is in a final state (the server caps the wait at 30,000 ms). */
+  getTask<I = unknown, O = unknown>(taskId: string, options?: GetTaskOptions): Promise<TaskView<I, O>>;
   /** POST /tasks/{id}/cancel */
   cancelTask(taskId: string, body?: In<S['taskCancelBody']>, options?: CallOptions): Promise<Out<S['taskStateReply']>>;
   /** POST /tasks/{id}/join */
@@ -441,7 +441,7 @@ export function createClient(options: ClientOptions): BatonClient {
     listTasks: (query, o) => get('/tasks', { ...stateList(query), scopeId: query?.scopeId }, o),
     submitTask: (body, o) => post('/tasks', body, o),
     submitBatch: async (body, o) => itemsOf(await post('/tasks/submit-batch', body, o)),
-    getTask: (taskId, o) => get(`/tasks/${id(taskId)}`, undefined, o),
+    getTask: (taskId, o) => get(`/tasks/${id(taskId)}`, o?.waitMs === undefined ? undefined : { waitMs: o.waitMs }, o, o?.waitMs),
     cancelTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/cancel`, body ?? {}, o),
     joinTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/join`, body, o),
     detachTask: (taskId, body, o) => post(`/tasks/${id(taskId)}/detach`, body, o),

@@ -24,6 +24,11 @@ export interface CallOptions {
   idempotencyKey?: string;
 }
 
+/** GET /tasks/{id}'s options: with `waitMs`, a long poll until the task is in a final state (the server holds it at most 30,000 ms). */
+export interface GetTaskOptions extends CallOptions {
+  waitMs?: number;
+}
+
 /** A task delivery as admit answers it (null for 204: nothing admissible after the wait); `I` is the task's input. */
 export type Admitted<I = unknown> = AdmittedDeliveryView<I>;
 
@@ -73,7 +78,8 @@ export interface WorkerApi {
   submitTask(body: TaskSubmitBody, options?: CallOptions): Promise<Out<typeof schemas.taskSubmitReply>>;
   /** POST /tasks/submit-batch: one reply per task, in order ({status, body}: 201 created, 200 joined, or the error). */
   submitBatch(body: SubmitBatchBody, options?: CallOptions): Promise<CreatedItemReply<Out<typeof schemas.taskSubmitReply>>[]>;
-  getTask(taskId: string, options?: CallOptions): Promise<TaskView>;
+  /** GET /tasks/{id}?waitMs= (long poll until the task is SUCCEEDED, FAILED, CANCELLED or EXPIRED). */
+  getTask(taskId: string, options?: GetTaskOptions): Promise<TaskView>;
   reserve(budgetId: string, body: In<typeof schemas.reserveBody>, options?: CallOptions): Promise<Out<typeof schemas.reservationView>>;
   settle(budgetId: string, body: In<typeof schemas.settleBody>, options?: CallOptions): Promise<Out<typeof schemas.entryReply>>;
   voidReservation(budgetId: string, body: In<typeof schemas.voidBody>, options?: CallOptions): Promise<Out<typeof schemas.entryReply>>;

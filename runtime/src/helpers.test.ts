@@ -221,7 +221,27 @@ function task(state: Task['state'], outcome: unknown = null): Task {
 describe('submitAndAwait', () => {
   const body = { scopeId, mailboxId: randomUUID(), taskKey: 'doc-7', input: 'hello' };
 
-  it('submits, polls every pollMs and returns the terminal task with its outcome', async () => {
+  it('waits on the server (getTask with waitMs, the rest of timeoutMs up to 30 s) and asks again at once after a held reply', async () => {
+    const clock = steppingClock();
+    const states: Task[] = [task('RUNNING'), task('RUNNING'), task('SUCCEEDED', 'HELLO')];
+    const waits: (number | undefined)[] = [];
+    const { api } = fakeApi({
+      submitTask: async () => ({ taskId: 't', state: 'PENDING', created: true }),
+      // A server that holds each wait in full: the clock moves by the wait, as on a live server.
+      getTask: async (_id, o) => {
+        waits.push(o?.waitMs);
+        await clock.sleep(o?.waitMs ?? 0);
+        return states.shift()!;
+      },
+    });
+    const done = await submitAndAwait(api, body, { timeoutMs: 70_000, clock });
+    expect(done).toMatchObject({ state: 'SUCCEEDED', outcome: 'HELLO' });
+    expect(waits).toEqual([30_000, 30_000, 10_000]);
+    // No pause of its own between held replies: only the server's waits.
+    expect(clock.sleeps).toEqual([30_000, 30_000, 10_000]);
+  });
+
+  it('pauses pollMs after a reply that came back unfinished before its wait ran out (a draining or older server)', async () => {
     const clock = steppingClock();
     const states: Task[] = [task('PENDING'), task('RUNNING'), task('SUCCEEDED', 'HELLO')];
     const { api, calls } = fakeApi({ submitTask: async () => ({ taskId: 't', state: 'PENDING', created: true }), getTask: async () => states.shift()! });

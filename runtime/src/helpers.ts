@@ -246,9 +246,15 @@ const maxBatchItems = 100;
 
 /**
  * Submit (create-or-join by taskKey, so a retry with the same body joins the same task) and
- * poll until the task is terminal. Returns the task view: `outcome` on SUCCEEDED,
+ * wait on the server until the task is final: each GET /tasks/{id}?waitMs= is held until the
+ * task ends (woken by the commit that ends it) or 30 s pass, so a waiting caller costs one
+ * request per 30 s, not one per poll. Returns the task view: `outcome` on SUCCEEDED,
  * `failureReason` otherwise. Throws WaitTimeoutError after timeoutMs; the task runs on. `I` and
  * `O` are the caller's word for the task's input and outcome (what its worker completes it with).
+ *
+ * A reply that comes back unfinished before its wait ran out (the server drains, or an older
+ * server that does not hold) is followed by a pause of `pollMs` (default 500) before asking again,
+ * so such a server is not asked in a tight loop.
  */
 export async function submitAndAwait<I = unknown, O = unknown>(
   client: WorkerApi,
@@ -262,10 +268,13 @@ export async function submitAndAwait<I = unknown, O = unknown>(
   const deadlineMs = clock.now() + timeoutMs;
   const submitted = await client.submitTask(body, { signal });
   for (;;) {
-    const task = await client.getTask(submitted.taskId, { signal });
+    const waitMs = Math.max(0, Math.min(deadlineMs - clock.now(), serverLongPollCapMs));
+    const askedAtMs = clock.now();
+    const task = await client.getTask(submitted.taskId, { signal, waitMs });
     if (terminalTaskStates.has(task.state)) return task as TypedTaskView<I, O>;
     const leftMs = deadlineMs - clock.now();
     if (leftMs <= 0) throw new WaitTimeoutError(`task ${submitted.taskId} reaching a terminal state`, timeoutMs);
-    await clock.sleep(Math.min(pollMs, leftMs), signal);
+    const heldMs = clock.now() - askedAtMs;
+    if (heldMs < waitMs) await clock.sleep(Math.min(pollMs, leftMs), signal);
   }
 }

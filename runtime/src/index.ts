@@ -7,6 +7,7 @@ export * from './clock';
 export * from './retry';
 export * from './client';
 export * from './worker';
+export * from './logger';
 export * from './helpers';
 export * from './groups';
 export * from './claims';

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Admitted, ApiErrorShape, BatchItemReply, CallOptions, WorkerApi } from './contract';
 import { flush, ManualClock } from './testing/manual-clock';
-import { createWorker, DeliveryAbortedError, nonRetryable, PermanentError, type HandlerContext, type WorkerEvent, type Worker, type WorkerOptions } from './worker';
+import { createWorker, DeliveryAbortedError, nonRetryable, PermanentError, WorkerStoppedError, type HandlerContext, type WorkerEvent, type Worker, type WorkerOptions } from './worker';
+import { silentLogger, type WorkerLogger } from './logger';
 
 // ---------------------------------------------------------------------------------------------
 // An in-memory mailbox of task deliveries behind WorkerApi: claims, tokens and leases as the
@@ -269,6 +270,7 @@ function setup(overrides: Partial<WorkerOptions> = {}) {
     clock,
     random: { next: () => 0 },
     onEvent: (event) => events.push(event),
+    logger: silentLogger,
     handler: async ({ delivery }) => String(delivery.input).toUpperCase(),
     ...overrides,
   });
@@ -499,7 +501,7 @@ describe('worker', () => {
 
   it('backs off after admit errors and carries on, keeping the claim key while a claim may have happened', async () => {
     const { clock, box, events, worker } = setup({ admitBackoff: { baseMs: 500, maxMs: 30_000 } });
-    box.admitFailures = [new FakeApiError('NETWORK', 0), new FakeApiError('NETWORK', 0), new FakeApiError('INTERNAL', 500), new FakeApiError('FORBIDDEN', 403)];
+    box.admitFailures = [new FakeApiError('NETWORK', 0), new FakeApiError('NETWORK', 0), new FakeApiError('INTERNAL', 500), new FakeApiError('RATE_LIMITED', 429)];
     box.submit('x');
     worker.start();
     await clock.advance(0);
@@ -512,7 +514,7 @@ describe('worker', () => {
     expect(admits.map((c, i) => c.atMs - admits[0]!.atMs - [0, 250, 750, 1_750, 3_750][i]!)).toEqual([0, 0, 0, 0, 0]);
     const keys = admits.map((c) => c.options?.idempotencyKey);
     expect(new Set(keys.slice(0, 4)).size).toBe(1); // NETWORK and 5xx: the claim may exist, ask again with its key
-    expect(keys[4]).not.toBe(keys[3]); // a 403 claimed nothing
+    expect(keys[4]).not.toBe(keys[3]); // a 429 claimed nothing
     expect(box.ops('complete')).toHaveLength(1);
     await stopNow(clock, worker);
   });
@@ -671,5 +673,68 @@ describe('worker with batching (the default)', () => {
     for (const call of control.calls) call.finish.resolve('done');
     await clock.advance(0);
     await stopNow(clock, worker);
+  });
+});
+
+/** A logger that keeps what it was told: level, message and fields. */
+function recordingLogger(): WorkerLogger & { lines: { level: string; message: string; fields: Record<string, unknown> }[] } {
+  const lines: { level: string; message: string; fields: Record<string, unknown> }[] = [];
+  const at = (level: string) => (fields: Record<string, unknown>, message: string) => void lines.push({ level, message, fields });
+  return { lines, info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+describe('worker logging and fatal admit errors', () => {
+  it('logs start, each failure with its code, the admit backoff, a lost lease and the drain', async () => {
+    const logger = recordingLogger();
+    const control = controlledHandler();
+    const { clock, box, worker } = setup({ logger, handler: control.handler, admitBackoff: { baseMs: 500, maxMs: 30_000 } });
+    box.admitFailures = [new FakeApiError('INTERNAL', 500)];
+    worker.start();
+    expect(logger.lines[0]).toMatchObject({ level: 'info', message: 'worker started', fields: { holder: 'worker-test', mailboxId, scopeId, concurrency: 1 } });
+    await clock.advance(0);
+    expect(logger.lines[1]).toMatchObject({ level: 'warn', message: 'admit failed; backing off', fields: { code: 'INTERNAL', status: 500, retryInMs: 250 } });
+
+    const first = box.submit('a');
+    await clock.advance(1_000);
+    control.calls[0]!.finish.reject(new TypeError('input.text is undefined'));
+    await clock.advance(0);
+    expect(logger.lines.find((l) => l.fields.messageId === first.messageId)).toMatchObject({ level: 'warn', message: 'task failed; it will be retried', fields: { code: 'TypeError', error: 'input.text is undefined', retry: true } });
+
+    await clock.advance(1_000);
+    const second = control.calls[1]!;
+    box.cancel(first.messageId); // the retried task is cancelled while its second attempt runs
+    await clock.advance(20_000);
+    expect(second.signal.aborted).toBe(true);
+    expect(logger.lines.find((l) => l.message.startsWith('lease lost'))).toMatchObject({ level: 'warn', fields: { cause: 'LEASE_LOST' } });
+
+    await stopNow(clock, worker);
+    const messages = logger.lines.map((l) => l.message);
+    expect(messages.some((m) => m.startsWith('draining'))).toBe(true);
+    expect(messages.at(-1)).toBe('worker stopped');
+  });
+
+  it.each([
+    [400, 'VALIDATION_FAILED', 'BATON_SCOPE'],
+    [401, 'UNAUTHENTICATED', 'BATON_KEY'],
+    [403, 'FORBIDDEN', 'coordination_write'],
+    [404, 'NOT_FOUND', 'mailboxId'],
+  ])('an admit answered %i %s stops the worker: done and stop() reject with a WorkerStoppedError naming what to check', async (status, code, hint) => {
+    const logger = recordingLogger();
+    const { clock, box, events, worker } = setup({ logger });
+    box.admitFailures = [new FakeApiError(code, status, `the server says ${code}`)];
+    // Awaited from the start: a rejection of done that nobody handles ends the process, on purpose.
+    const stopped = worker.done.then(() => null, (e: unknown) => e);
+    worker.start();
+    await clock.advance(0);
+    const error = await stopped;
+    expect(error).toBeInstanceOf(WorkerStoppedError);
+    expect((error as WorkerStoppedError).message).toContain(`${status} ${code}`);
+    expect((error as WorkerStoppedError).message).toContain(hint);
+    expect((error as WorkerStoppedError).cause).toMatchObject({ code, status });
+    await expect(worker.stop()).rejects.toBe(error);
+    // One admit, no retry; the error is logged at error level, and the stop too.
+    expect(box.ops('admit')).toHaveLength(1);
+    expect(logger.lines.find((l) => l.level === 'error')).toMatchObject({ message: (error as Error).message, fields: { code, status } });
+    expect(types(events).at(-1)).toBe('stopped');
   });
 });

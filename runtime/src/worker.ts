@@ -3,6 +3,7 @@ import { systemClock, systemRandom, type RuntimeClock, type RuntimeRandom } from
 import type { TaskPayload } from './api-types';
 import type { Admitted, ApiErrorShape, BatchItemReply, CallOptions, WorkerApi } from './contract';
 import { Flusher, withdrawn, type FlusherOptions, type ItemResult } from './flusher';
+import { consoleLogger, type WorkerLogger } from './logger';
 
 /**
  * The worker loop: admit task deliveries with long polls, run a handler for each under a
@@ -28,6 +29,37 @@ function isApiError(error: unknown): error is ApiErrorShape {
 
 function hasApiCode(error: unknown, code: string): boolean {
   return isApiError(error) && error.code === code;
+}
+
+/** What a log line names a failure by: the API's code, else the error's name (a handler's TypeError, say). */
+function failureFields(error: unknown): { code?: string; status?: number; error?: string } {
+  if (isApiError(error)) return { code: error.code, status: error.status, error: error.message };
+  if (error instanceof Error) return { code: error.name, error: error.message };
+  return error === undefined ? {} : { error: String(error) };
+}
+
+/**
+ * Admit answers that retrying cannot fix (a malformed request, a key refused or lacking a
+ * permission, an unknown mailbox or space): the worker stops on them rather than retry forever.
+ */
+const fatalAdmitStatuses: ReadonlyMap<number, string> = new Map([
+  [400, 'the admit request is invalid: check scopeId (a UUID, e.g. BATON_SCOPE) and mailboxId'],
+  [401, 'the API key was not accepted: check BATON_KEY'],
+  [403, 'the API key may not admit here: it needs coordination_write in this space (check BATON_KEY and BATON_SPACE)'],
+  [404, 'the mailbox or the space does not exist: check mailboxId and BATON_SPACE'],
+]);
+
+/** Why a worker stopped by itself: admit answered an error that will not fix itself. Its `cause` is the API error. */
+export class WorkerStoppedError extends Error {
+  override name = 'WorkerStoppedError';
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    hint: string,
+    cause: unknown,
+  ) {
+    super(`worker stopped: admit answered ${status} ${code}${cause instanceof Error && cause.message && cause.message !== code ? ` (${cause.message})` : ''}; ${hint}`, { cause });
+  }
 }
 
 /** Sleeps, treating an abort as "wake up now": callers re-check their state after waking. */
@@ -138,6 +170,12 @@ export interface WorkerOptions<I = unknown, O = unknown> {
   clock?: RuntimeClock;
   random?: RuntimeRandom;
   onEvent?: (event: WorkerEvent<I>) => void;
+  /**
+   * Where the worker says what it does (started, each failure with its code, backoff, lease
+   * lost, drain): any pino-compatible logger. Default: one line per entry on the console
+   * (consoleLogger); silentLogger says nothing.
+   */
+  logger?: WorkerLogger;
   /** Backoff after a failed admit: ceiling of the first, doubling up to maxMs. */
   admitBackoff?: { baseMs: number; maxMs: number };
   /** Call installSignalHandlers() on start (SIGTERM and SIGINT drain with this deadline). */
@@ -155,11 +193,19 @@ export interface Worker {
   /** Identifies this instance's claims (recorded on each claim); fresh per createWorker. */
   readonly holderSession: string;
   start(): void;
-  /** Stops admitting, lets in-flight handlers finish until the deadline, nacks (retry) the rest. */
+  /**
+   * Stops admitting, lets in-flight handlers finish until the deadline, nacks (retry) the rest.
+   * Rejects with a WorkerStoppedError when the worker had stopped by itself (see `done`).
+   */
   stop(options?: { deadlineMs?: number }): Promise<void>;
   /** A snapshot of the counters. */
   readonly stats: WorkerStats;
-  /** Resolves once a stop has finished (never before stop is called). */
+  /**
+   * Resolves once a stop has finished (never before stop is called). Rejects with a
+   * WorkerStoppedError when admit answered 400, 401, 403 or 404, which no retry fixes: the worker
+   * then drains and stops by itself. Await it (or catch it): left unawaited, the rejection ends
+   * the process with the error, which beats a worker that silently does nothing.
+   */
   readonly done: Promise<void>;
   /** Drains on SIGTERM and SIGINT; returns a function that removes the hooks. */
   installSignalHandlers(options?: { deadlineMs?: number; signals?: NodeJS.Signals[] }): () => void;
@@ -309,6 +355,9 @@ export function createWorker<I = unknown, O = unknown>(options: WorkerOptions<I,
   const holderSession = randomUUID();
   const batching = options.batching === false ? null : { ...defaultBatching, ...options.batching };
   const steps = deliverySteps(client, clock, batching);
+  const logger = options.logger ?? consoleLogger;
+  /** Set when admit answered what no retry fixes: the stop it began rejects with it. */
+  let fatal: WorkerStoppedError | null = null;
 
   const counters = { admitted: 0, completed: 0, failed: 0, leaseLost: 0, inFlight: 0 };
   const runs = new Set<Run<I>>();
@@ -321,13 +370,42 @@ export function createWorker<I = unknown, O = unknown>(options: WorkerOptions<I,
   let uninstallSignals: (() => void) | null = null;
 
   let resolveDone!: () => void;
-  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+  let rejectDone!: (error: Error) => void;
+  const done = new Promise<void>((resolve, reject) => ((resolveDone = resolve), (rejectDone = reject)));
 
   function emit(event: WorkerEvent<I>): void {
     try {
       options.onEvent?.(event);
     } catch {
       // A listener's bug must not stop the loop that it observes.
+    }
+    try {
+      logEvent(event);
+    } catch {
+      // Nor a logger's.
+    }
+  }
+
+  /** The log line of an event a user needs to see; admissions, renewals and completions are not logged (onEvent has them). */
+  function logEvent(event: WorkerEvent<I>): void {
+    switch (event.type) {
+      case 'failed':
+        return logger.warn(
+          { holder, taskId: event.taskId, messageId: event.messageId, retry: event.retry, ...(event.reason === 'drain' ? { reason: 'drain' } : failureFields(event.error)) },
+          event.reason === 'drain' ? 'task handed back by the drain' : event.retry ? 'task failed; it will be retried' : 'task failed permanently',
+        );
+      case 'lease_lost':
+        return logger.warn({ holder, taskId: event.taskId, messageId: event.messageId, cause: event.cause }, 'lease lost: the handler was aborted and its result will not be sent');
+      case 'error':
+        if (event.stage === 'admit' && fatal !== null) return logger.error({ holder, mailboxId, scopeId, ...failureFields(event.error) }, fatal.message);
+        return logger.warn(
+          { holder, ...(event.messageId === undefined ? {} : { messageId: event.messageId }), ...failureFields(event.error), ...(event.retryInMs === undefined ? {} : { retryInMs: Math.round(event.retryInMs) }) },
+          event.stage === 'admit' ? 'admit failed; backing off' : `${event.stage} failed`,
+        );
+      case 'stopped':
+        return logger.info({ holder, ...counters }, 'worker stopped');
+      default:
+        return;
     }
   }
 
@@ -366,6 +444,14 @@ export function createWorker<I = unknown, O = unknown>(options: WorkerOptions<I,
         admitted = await admitFree({ signal: stopAdmitting.signal, idempotencyKey: claimKey });
       } catch (error) {
         if (stopAdmitting.signal.aborted) break;
+        const hint = isApiError(error) ? fatalAdmitStatuses.get(error.status) : undefined;
+        if (hint !== undefined && isApiError(error)) {
+          fatal = new WorkerStoppedError(error.code, error.status, hint, error);
+          emit({ type: 'error', stage: 'admit', error });
+          // The rejection is the caller's through `done` and stop(); this call's copy is not.
+          stop().catch(() => {});
+          break;
+        }
         failures += 1;
         if (!mayHaveClaimed(error)) claimKey = nextClaimKey();
         const retryInMs = admitBackoffMs(failures);
@@ -563,6 +649,7 @@ export function createWorker<I = unknown, O = unknown>(options: WorkerOptions<I,
   function start(): void {
     if (started || stopping) return;
     started = true;
+    logger.info({ holder, holderSession, mailboxId, scopeId, concurrency, leaseSeconds }, 'worker started');
     admitLoopDone = admitLoop();
     if (options.handleSignals) uninstallSignals = installSignalHandlers(options.handleSignals === true ? {} : options.handleSignals);
   }
@@ -571,10 +658,14 @@ export function createWorker<I = unknown, O = unknown>(options: WorkerOptions<I,
     if (stopping) return stopping;
     stopAdmitting.abort();
     wakeAdmitLoop();
-    stopping = drain(stopOptions.deadlineMs ?? defaultDrainDeadlineMs).then(() => {
+    const deadlineMs = stopOptions.deadlineMs ?? defaultDrainDeadlineMs;
+    if (started) logger.info({ holder, inFlight: counters.inFlight, deadlineMs }, 'draining: admitting no more, in-flight handlers finish until the deadline');
+    stopping = drain(deadlineMs).then(() => {
       uninstallSignals?.();
       emit({ type: 'stopped' });
-      resolveDone();
+      if (fatal === null) return resolveDone();
+      rejectDone(fatal);
+      throw fatal;
     });
     return stopping;
   }

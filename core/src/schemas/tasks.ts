@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { maxPoolRequirements, maxQuotaRequirements, taskStates } from '../tasks/model';
 import { stateFilter } from './barriers';
-import { listQuery, minorAmount, name, pageOf, text, timestamp, uuid, uuidInput } from './common';
+import { listQuery, longPollQueryWaitMs, minorAmount, name, pageOf, text, timestamp, uuid, uuidInput } from './common';
 import { claimedResourcesView, messageView } from './messages';
 
 const units = z.number().int().min(1).max(1_000_000);
@@ -41,6 +41,11 @@ export const taskDetachBody = z.object({ subscriberId: text(1, 512) });
 export type TaskDetachBody = z.infer<typeof taskDetachBody>;
 
 export const taskListQuery = listQuery.extend({ scopeId: uuidInput.optional(), state: stateFilter(taskStates) });
+
+/** The longest GET /tasks/{id} holds its reply, like the other long polls (barriers, groups). */
+export const maxTaskWaitMs = 30_000;
+export const taskGetQuery = z.object({ waitMs: longPollQueryWaitMs('the task is SUCCEEDED, FAILED, CANCELLED or EXPIRED', maxTaskWaitMs) });
+export type TaskGetQuery = z.infer<typeof taskGetQuery>;
 export type TaskListQuery = z.infer<typeof taskListQuery>;
 export const taskIdParams = z.object({ spaceId: uuidInput, taskId: uuidInput });
 

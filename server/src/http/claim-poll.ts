@@ -1,4 +1,4 @@
-import type { OpContext, ResourceKind } from '@baton/core';
+import { isReadyTopic, type OpContext, type ResourceKind } from '@baton/core';
 import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from './deps';
 import type { LeaseHold } from '../limits/lease-hold';
@@ -39,6 +39,10 @@ export async function holdingLeases<T>(deps: AppDeps, request: FastifyRequest, w
  * Each try claims at most the deliveries its lease hold allows of `wanted` (`hold.deliveries`), and
  * a try that admitted nothing for want of leases (a candidate's pool units are leases too)
  * answers CONCURRENCY_LIMITED.
+ *
+ * A client that left (its connection closed: an aborted fetch closes it) is claimed nothing more
+ * for: its parked wait ends and no try is made for it, since a delivery claimed then would stay
+ * leased to nobody until the lease ran out. A ready wake it may have taken is passed on.
  */
 export function pollClaim(deps: AppDeps, request: FastifyRequest, required: boolean, waitMs: number, firstTopics: string[], wanted: number, claim: (ctx: OpContext, hold: LeaseHold) => Promise<ClaimTry>): Promise<Outcome> {
   let wake: Wake = { topics: [], atMs: null };
@@ -68,5 +72,15 @@ export function pollClaim(deps: AppDeps, request: FastifyRequest, required: bool
     if (outcome.statusCode === 204 && blockedBy.length > 0) deps.telemetry.admissionBlocked(blockedBy);
     return outcome;
   };
-  return longPollOn(deps, waitMs, attempt, (o) => o.statusCode !== 204, () => wake, firstTopics);
+  const left = new AbortController();
+  const socket = request.raw.socket as { once?: unknown; off?: unknown } | null | undefined;
+  const watched = typeof socket?.once === 'function' && typeof socket?.off === 'function' ? (request.raw.socket as NodeJS.EventEmitter) : null;
+  const onClose = (): void => left.abort();
+  watched?.once('close', onClose);
+  const attemptUnlessLeft = (): Promise<Outcome> => (left.signal.aborted ? Promise.resolve({ statusCode: 204, body: undefined, replayed: false }) : attempt());
+  return longPollOn(deps, waitMs, attemptUnlessLeft, (o) => o.statusCode !== 204, () => wake, firstTopics, { signal: left.signal }).finally(() => {
+    watched?.off('close', onClose);
+    // Whatever READY wake this poll took is not lost with it: a poll woken for nothing claims nothing and stops there.
+    if (left.signal.aborted) for (const topic of new Set([...firstTopics, ...wake.topics])) if (isReadyTopic(topic)) deps.notifier.notify(topic, 1);
+  });
 }

@@ -66,7 +66,7 @@ export const operations: Record<string, OperationContract> = {
     },
     replyExamples: { 201: { taskId, state: 'PENDING', created: true }, 200: { taskId, state: 'RUNNING', created: false } },
   },
-  'GET /tasks/{id}': { operationId: 'getTask', summary: 'Get a task and its outcome' },
+  'GET /tasks/{id}': { operationId: 'getTask', summary: 'Get a task and its outcome (long poll until it ends)' },
   'POST /tasks/{id}/cancel': { operationId: 'cancelTask', summary: 'Cancel a task', example: { reason: 'the report was withdrawn' } },
   'POST /tasks/{id}/join': { operationId: 'joinTask', summary: 'Subscribe to a task', example: { subscriberId: 'billing-dashboard', scopeId } },
   'POST /tasks/{id}/detach': { operationId: 'detachTask', summary: 'Unsubscribe from a task', example: { subscriberId: 'billing-dashboard' } },

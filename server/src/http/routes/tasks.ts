@@ -1,7 +1,8 @@
-import { deliveries, schemas, tasks } from '@baton/core';
+import { deliveries, isTerminalTask, schemas, tasks, topicOf } from '@baton/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
+import { longPoll } from '../long-poll';
 import { runOperation } from '../operation';
 import { errorReplies } from './schema-helpers';
 
@@ -40,8 +41,19 @@ export function taskRoutes(deps: AppDeps) {
 
     app.get('/tasks/:id', {
       config: read,
-      schema: { tags, description: 'The task view with outcome and subscribers.', params: schemas.idParams, response: { 200: schemas.taskView, ...errorReplies() } },
-    }, async (request) => deps.store.read((tx) => tasks.getTask(tx, space(request), request.params.id)));
+      schema: {
+        tags,
+        description: 'The task view with outcome and subscribers. With waitMs, holds the reply until the task is in a final state (SUCCEEDED, FAILED, CANCELLED, EXPIRED), the wait ends, or the server drains.',
+        params: schemas.idParams,
+        querystring: schemas.taskGetQuery,
+        response: { 200: schemas.taskView, ...errorReplies() },
+      },
+    }, async (request) => {
+      const { id } = request.params;
+      const readView = () => deps.store.read((tx) => tasks.getTask(tx, space(request), id));
+      // Every change of a task's state appends an event on its aggregate, whose commit notifies this topic.
+      return longPoll(deps, topicOf('task', id), request.query.waitMs ?? 0, readView, (view) => isTerminalTask(view.state));
+    });
 
     app.post('/tasks/:id/cancel', {
       config: write,
