@@ -287,6 +287,39 @@ describe('submitMany', () => {
     ]);
   });
 
+  it('submits BACKLOG_FULL tasks again once there is room, backing off 250 ms doubling, and answers them as stored', async () => {
+    let room = 2;
+    const { api, calls } = fakeApi({
+      submitBatch: async (body) =>
+        body.tasks.map((t) =>
+          room-- > 0
+            ? { status: 201, body: { taskId: `id-${t.taskKey}`, state: 'PENDING' as const, created: true } }
+            : { status: 429, body: { error: { code: 'BACKLOG_FULL', message: 'mailbox full', requestId: 'r' } } },
+        ),
+    });
+    // Workers make room for one more task during each pause.
+    const stepping = steppingClock();
+    const clock = { ...stepping, sleep: async (ms: number) => { room = Math.max(room, 0) + 1; await stepping.sleep(ms); } };
+    const results = await submitMany(api, [0, 1, 2, 3, 4].map(task), { clock });
+    expect(results.map((r) => (r.ok ? r.reply.taskId : r.error.code))).toEqual(['id-t-0', 'id-t-1', 'id-t-2', 'id-t-3', 'id-t-4']);
+    // One pass for all five, then one refused task at a time as room appears.
+    expect(calls.map((c) => (c.args[0] as { tasks: { taskKey: string }[] }).tasks.map((t) => t.taskKey))).toEqual([
+      ['t-0', 't-1', 't-2', 't-3', 't-4'], ['t-2', 't-3', 't-4'], ['t-3', 't-4'], ['t-4'],
+    ]);
+    expect(stepping.sleeps).toEqual([250, 500, 1000]);
+  });
+
+  it('stops submitting BACKLOG_FULL tasks again after roomWaitMs, and not at all with 0', async () => {
+    const { api, calls } = fakeApi({
+      submitBatch: async (body) => body.tasks.map(() => ({ status: 429, body: { error: { code: 'BACKLOG_FULL', message: 'full', requestId: 'r' } } })),
+    });
+    expect((await submitMany(api, [task(1)], { roomWaitMs: 0, clock: steppingClock() }))[0]).toMatchObject({ ok: false, error: { code: 'BACKLOG_FULL', status: 429 } });
+    expect(calls).toHaveLength(1);
+    const clock = steppingClock();
+    await submitMany(api, [task(2)], { roomWaitMs: 5_000, clock });
+    expect(clock.sleeps).toEqual([250, 500, 1000, 2000]);
+  });
+
   it('refuses a batchSize outside 1..100', async () => {
     const { api } = fakeApi({});
     await expect(submitMany(api, [task(1)], { batchSize: 101 })).rejects.toBeInstanceOf(RangeError);

@@ -220,25 +220,54 @@ export type SubmitResult = { ok: true; created: boolean; reply: Out<typeof schem
  * Submits any number of tasks in batches of up to `batchSize` (POST /tasks/submit-batch, 100 at
  * most), one batch after another, and answers one result per task in order. Each task is
  * create-or-join by its taskKey, so running the same call again (after a crash, say) joins what
- * it already created. One task refused (TASK_KEY_CONFLICT, BACKLOG_FULL, ...) fails only itself;
- * a batch that fails whole (after the client's retries) throws, and the batches before it stand.
+ * it already created. One task refused (TASK_KEY_CONFLICT, ...) fails only itself; a batch that
+ * fails whole (after the client's retries) throws, and the batches before it stand.
+ *
+ * A task refused with BACKLOG_FULL (its mailbox or space holds as many live messages as it may)
+ * is submitted again once workers have made room: after 250 ms, doubling to 2 s, for at most
+ * `roomWaitMs` (default 60 s; 0: never), and only then answered as refused. Submitting again is
+ * safe: the refused task was not stored, and its taskKey joins it if a retry raced. Why: a
+ * producer submitting more than a mailbox's backlogLimit (1,000 by default) beside running
+ * workers otherwise saw part of its batch refused for a backlog that drains in seconds.
  */
 export async function submitMany<I = unknown>(
   client: WorkerApi,
   tasks: readonly TaskSubmitBody<NoInfer<I>>[],
-  options: { batchSize?: number; signal?: AbortSignal } = {},
+  options: { batchSize?: number; roomWaitMs?: number; clock?: RuntimeClock; signal?: AbortSignal } = {},
 ): Promise<SubmitResult[]> {
   const batchSize = options.batchSize ?? maxBatchItems;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > maxBatchItems) throw new RangeError(`batchSize must be 1 to ${maxBatchItems}, got ${batchSize}`);
-  const results: SubmitResult[] = [];
-  for (let start = 0; start < tasks.length; start += batchSize) {
-    const replies = await client.submitBatch({ tasks: tasks.slice(start, start + batchSize) }, options.signal ? { signal: options.signal } : {});
-    for (const reply of replies) {
-      if (reply.status === 200 || reply.status === 201) results.push({ ok: true, created: reply.status === 201, reply: reply.body as Out<typeof schemas.taskSubmitReply> });
-      else results.push({ ok: false, error: { ...(reply.body as { error: Omit<ApiErrorShape, 'status'> }).error, status: reply.status } });
+  const clock = options.clock ?? systemClock;
+  const untilMs = clock.now() + (options.roomWaitMs ?? 60_000);
+  const results: SubmitResult[] = new Array<SubmitResult>(tasks.length);
+  let pending = tasks.map((_, i) => i);
+  for (let pauseMs = 250; ; pauseMs = Math.min(2 * pauseMs, 2_000)) {
+    await submitInBatches(client, tasks, pending, batchSize, results, options.signal);
+    pending = pending.filter((i) => !results[i]!.ok && (results[i] as { error: ApiErrorShape }).error.code === 'BACKLOG_FULL');
+    if (pending.length === 0 || clock.now() + pauseMs > untilMs) return results;
+    await clock.sleep(pauseMs, options.signal);
+  }
+}
+
+/** One pass of submitMany over the tasks at `indexes`, writing each one's result in place. */
+async function submitInBatches(
+  client: WorkerApi,
+  tasks: readonly TaskSubmitBody<unknown>[],
+  indexes: readonly number[],
+  batchSize: number,
+  results: SubmitResult[],
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  for (let start = 0; start < indexes.length; start += batchSize) {
+    const chunk = indexes.slice(start, start + batchSize);
+    const replies = await client.submitBatch({ tasks: chunk.map((i) => tasks[i]!) }, signal ? { signal } : {});
+    for (const [k, reply] of replies.entries()) {
+      results[chunk[k]!] =
+        reply.status === 200 || reply.status === 201
+          ? { ok: true, created: reply.status === 201, reply: reply.body as Out<typeof schemas.taskSubmitReply> }
+          : { ok: false, error: { ...(reply.body as { error: Omit<ApiErrorShape, 'status'> }).error, status: reply.status } };
     }
   }
-  return results;
 }
 
 /** decisions §8: a batch holds 1 to 100 items. */
