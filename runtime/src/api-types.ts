@@ -1,5 +1,5 @@
 import type { schemas } from '@baton/core';
-import type { In, Out } from './contract';
+import type { In, Out } from './schema-types';
 
 /**
  * The API's request and reply bodies by name, for code written against the client: what a

@@ -1,5 +1,5 @@
 import type { ErrorCode, schemas } from '@baton/core';
-import type { z } from 'zod';
+import type { In, Out } from './schema-types';
 import type { AdmittedDeliveryView, DeliveryView, MemberTaskBody, SubmitBatchBody, TaskSubmitBody, TaskView } from './api-types';
 
 /**
@@ -8,9 +8,7 @@ import type { AdmittedDeliveryView, DeliveryView, MemberTaskBody, SubmitBatchBod
  * runtime never imports server code, and imports core for its zod schemas' types alone.
  */
 
-/** What a caller passes (defaults not yet applied) and what the server answers. */
-export type In<S extends z.ZodType> = z.input<S>;
-export type Out<S extends z.ZodType> = z.output<S>;
+export type { In, Out };
 
 export interface CallOptions {
   /** Aborts the call, including its retries and their backoff sleeps. */

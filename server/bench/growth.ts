@@ -42,18 +42,11 @@ import { startServer, type Client } from './growth/api';
 import { ClusterMonitor, logOffset, parsePlans, readLogFrom, startCluster, type LoggedPlan } from './growth/cluster';
 import { fill, settle, type FillResult } from './growth/fill';
 import { Requests, runPhases, warmUp, type PhaseResult, type RequestKind, type Sizes } from './growth/phases';
+import type { Config, Level, LevelResult } from './growth/model';
 import { renderReport, printSummary } from './growth/report';
 import { BenchFailure, type Benchmark, type BenchOptions } from './harness';
 
-type LevelKind = 'empty' | 'mailbox' | 'space' | 'finished';
 
-export interface Level {
-  name: string;
-  kind: LevelKind;
-  /** Tasks the fill makes. */
-  tasks: number;
-  description: string;
-}
 
 const allLevels: Level[] = [
   { name: 'empty', kind: 'empty', tasks: 0, description: 'nothing but the measured queue' },
@@ -64,14 +57,6 @@ const allLevels: Level[] = [
   { name: 'finished-1M', kind: 'finished', tasks: 1_000_000, description: '1,000,000 SUCCEEDED tasks, ACKED deliveries, their events and idempotency records, in the measured mailbox and scope' },
 ];
 
-export interface Config {
-  quick: boolean;
-  levels: Level[];
-  explainLevels: string[];
-  sizes: Sizes;
-  port: number;
-  reportPath: string;
-}
 
 function envInt(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
@@ -110,17 +95,6 @@ export function configOf(): Config {
   };
 }
 
-export interface LevelResult {
-  level: Level;
-  fill?: FillResult;
-  settleSeconds: number;
-  validations: string[];
-  phases: PhaseResult[];
-  /** The machine's 1-minute load average after the phases: other work on it shows in the latencies, not in the buffers. */
-  loadAverage?: number;
-  /** Explain pass: per request kind, the last plan of each distinct statement. */
-  plans?: Partial<Record<RequestKind, LoggedPlan[]>>;
-}
 
 const say = (line: string) => console.log(`  ${line}`);
 

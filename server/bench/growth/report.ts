@@ -4,7 +4,7 @@
  * the plans of the explain pass.
  */
 import { cpus } from 'node:os';
-import type { Config, LevelResult } from '../growth';
+import type { Config, LevelResult } from './model';
 import { fmt } from '../harness';
 import { kindNotes, requestKinds, type PhaseResult, type RequestKind } from './phases';
 
