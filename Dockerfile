@@ -13,8 +13,8 @@ COPY runtime/package.json runtime/
 COPY sim/package.json sim/
 COPY console/package.json console/
 
-# 1. Build the server (it bundles @baton/core; the migrations are copied beside it) and the console
-#    (static assets; its build reads the server's OpenAPI document for its types).
+# 1. Build the console (static assets; its build reads the server's OpenAPI document for its types),
+#    then the server (it bundles @baton/core; the migrations and the console are copied beside it).
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY --from=manifests /app ./
@@ -26,13 +26,13 @@ COPY server server
 COPY runtime runtime
 COPY sim sim
 COPY console console
-RUN npm run build --workspace @baton/core --workspace @baton/server --workspace @baton/console
+RUN npm run build --workspace @baton/core --workspace @baton/console --workspace @baton-coordination/server
 
 # 2. The server's production dependencies only (no TypeScript, test or build tools).
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY --from=manifests /app ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund --workspace @baton/server --include-workspace-root=false
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund --workspace @baton-coordination/server --include-workspace-root=false
 
 # 3. What runs.
 FROM node:20-bookworm-slim
@@ -44,11 +44,8 @@ COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/server/package.json server/package.json
 COPY --from=build /app/server/bin server/bin
 COPY --from=build /app/server/dist server/dist
-# The console's assets, found by the server as the @baton/console package (server/src/http/console.ts).
-COPY --from=build /app/console/package.json console/package.json
-COPY --from=build /app/console/dist console/dist
 # `baton-server` on the PATH: the operator commands inside the container (BATON_URL defaults to this server).
-RUN mkdir -p /data node_modules/@baton && chown node:node /data && ln -s ../../console node_modules/@baton/console \
+RUN mkdir -p /data && chown node:node /data \
   && ln -s /app/server/bin/baton-server.mjs /usr/local/bin/baton-server
 USER node
 EXPOSE 8080

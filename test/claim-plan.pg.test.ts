@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CandidateRequest, Store } from '@baton/core';
-import { openStore } from '@baton/server/store/open-store';
-import type { SqlParam, SqlQueryable } from '@baton/server/store/sql/driver';
-import { sqlMessages } from '@baton/server/store/sql/repositories/messages';
-import type { SqlStore } from '@baton/server/store/sql/sql-store';
+import { openStore } from '@baton-coordination/server/store/open-store';
+import type { SqlParam, SqlQueryable } from '@baton-coordination/server/store/sql/driver';
+import { sqlMessages } from '@baton-coordination/server/store/sql/repositories/messages';
+import type { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, insertTenant, postgresUrl, type TestDatabase } from './support/databases';
 
 /**

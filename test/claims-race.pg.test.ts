@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, type Store } from '@baton/core';
-import { createBaton, type Baton } from '@baton/server/host/baton';
-import { openStore } from '@baton/server/store/open-store';
+import { createBaton, type Baton } from '@baton-coordination/server/host/baton';
+import { openStore } from '@baton-coordination/server/store/open-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { startMs } from './support/server';
 

@@ -1,7 +1,7 @@
 import { MemoryStore, SystemClock } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run } from '@baton/server/cli/main';
-import { createBaton, type Baton } from '@baton/server/host/baton';
+import { run } from '@baton-coordination/server/cli/main';
+import { createBaton, type Baton } from '@baton-coordination/server/host/baton';
 
 /** Every command of `baton-server`, as its path of words. */
 const commands = [

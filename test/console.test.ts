@@ -2,8 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { MemoryStore, SystemClock, type Store } from '@baton/core';
-import { createBaton, openStore, type Baton } from '@baton/server';
-import { ConfigError, loadConfig } from '@baton/server/config';
+import { createBaton, openStore, type Baton } from '@baton-coordination/server';
+import { ConfigError, loadConfig } from '@baton-coordination/server/config';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Budget, JournalEvent, Tx } from '@baton/core';
-import { migrate } from '@baton/server/store/sql/migrate';
-import { PgDriver } from '@baton/server/store/sql/pg-driver';
-import { decodePosition, listAfterSql, readJournal, type JournalReadMode } from '@baton/server/store/sql/repositories/events';
-import { sqlRepositories } from '@baton/server/store/sql/repositories/index';
-import { SqlStore } from '@baton/server/store/sql/sql-store';
+import { migrate } from '@baton-coordination/server/store/sql/migrate';
+import { PgDriver } from '@baton-coordination/server/store/sql/pg-driver';
+import { decodePosition, listAfterSql, readJournal, type JournalReadMode } from '@baton-coordination/server/store/sql/repositories/events';
+import { sqlRepositories } from '@baton-coordination/server/store/sql/repositories/index';
+import { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 
 /**

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plantedBugs, SystemClock } from '@baton/core';
-import { createBaton, type Baton } from '@baton/server/host/baton';
-import { PgNotifier } from '@baton/server/notify/pg-notifier';
-import { openStore } from '@baton/server/store/open-store';
-import type { SqlStore } from '@baton/server/store/sql/sql-store';
+import { createBaton, type Baton } from '@baton-coordination/server/host/baton';
+import { PgNotifier } from '@baton-coordination/server/notify/pg-notifier';
+import { openStore } from '@baton-coordination/server/store/open-store';
+import type { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 
 /**

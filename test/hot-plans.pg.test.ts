@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '@baton/core';
-import { openStore } from '@baton/server/store/open-store';
-import { SqlStore } from '@baton/server/store/sql/sql-store';
+import { openStore } from '@baton-coordination/server/store/open-store';
+import { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { ExplainingDriver, type ExplainedStatement, type PlanNode } from './support/explaining-driver';
 import { idem, startTestServer, type Reply, type TestServer } from './support/server';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Mailbox, Message, NewMessage, Store } from '@baton/core';
-import type { SqlStore } from '@baton/server/store/sql/sql-store';
+import type { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { storeTargets, useTenantStore } from './support/databases';
 
 /**

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { MemoryStore } from '@baton/core';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { operations } from '@baton/server/http/contract/operations';
+import { operations } from '@baton-coordination/server/http/contract/operations';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server';
 

@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openDurablePglite } from '@baton/server/store/sql/pglite-durable';
+import { openDurablePglite } from '@baton-coordination/server/store/sql/pglite-durable';
 
 /** The embedded store's durability (docs/embedded-store.md): each commit reaches fsync(2). */
 const dir = mkdtempSync(join(tmpdir(), 'baton-durable-'));

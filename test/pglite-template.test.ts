@@ -2,8 +2,8 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openDurablePglite } from '@baton/server/store/sql/pglite-durable';
-import { usableTemplate } from '@baton/server/store/sql/pglite-template';
+import { openDurablePglite } from '@baton-coordination/server/store/sql/pglite-durable';
+import { usableTemplate } from '@baton-coordination/server/store/sql/pglite-template';
 
 /**
  * A new embedded data directory is a copy of the build's template (server/dist/pglite-template,

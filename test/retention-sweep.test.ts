@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, MemoryStore, type Org } from '@baton/core';
-import { RetentionSweep } from '@baton/server/host/retention';
+import { RetentionSweep } from '@baton-coordination/server/host/retention';
 
 /**
  * The sweep's bounds (server/src/host/retention.ts): a pass covers one page of spaces and a few

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '@baton/core';
-import type { PgDriver } from '@baton/server/store/sql/pg-driver';
-import type { SqlStore } from '@baton/server/store/sql/sql-store';
-import { openStore } from '@baton/server/store/open-store';
+import type { PgDriver } from '@baton-coordination/server/store/sql/pg-driver';
+import type { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
+import { openStore } from '@baton-coordination/server/store/open-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { idem, startTestServer, type Reply, type TestServer } from './support/server';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { plantedBugs, type Store } from '@baton/core';
-import { openStore } from '@baton/server/store/open-store';
+import { openStore } from '@baton-coordination/server/store/open-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { idem, startTestServer, type Reply, type TestServer } from './support/server';
 

@@ -2,8 +2,8 @@ import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SeededRandom, SystemClock, type LocalNotifier } from '@baton/core';
-import { createBaton } from '@baton/server/host/baton';
-import { DrainController } from '@baton/server/http/deps';
+import { createBaton } from '@baton-coordination/server/host/baton';
+import { DrainController } from '@baton-coordination/server/http/deps';
 
 /** SIGTERM's drain on a listening server: clients that hold connections open must not hold it. */
 describe('draining a listening server', () => {

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Org } from '@baton/core';
-import { openStore } from '@baton/server/store/open-store';
-import type { SqlDriver, SqlQueryable } from '@baton/server/store/sql/driver';
-import { loadMigrations, migrate } from '@baton/server/store/sql/migrate';
-import { PgDriver } from '@baton/server/store/sql/pg-driver';
-import { PgliteDriver } from '@baton/server/store/sql/pglite-driver';
-import { SqlStore } from '@baton/server/store/sql/sql-store';
+import { openStore } from '@baton-coordination/server/store/open-store';
+import type { SqlDriver, SqlQueryable } from '@baton-coordination/server/store/sql/driver';
+import { loadMigrations, migrate } from '@baton-coordination/server/store/sql/migrate';
+import { PgDriver } from '@baton-coordination/server/store/sql/pg-driver';
+import { PgliteDriver } from '@baton-coordination/server/store/sql/pglite-driver';
+import { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, storeTargets, type OpenedStore, type TestDatabase } from './support/databases';
 
 /** The drivers and migrations under the SqlStore: what the conformance suite takes for granted. */

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '@baton/core';
-import { openStore } from '@baton/server/store/open-store';
-import type { SqlStore } from '@baton/server/store/sql/sql-store';
+import { openStore } from '@baton-coordination/server/store/open-store';
+import type { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, insertTenant, postgresUrl, type TestDatabase } from './support/databases';
 
 /**

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '@baton/server/host/logger';
-import { migrate } from '@baton/server/store/sql/migrate';
-import { PgDriver } from '@baton/server/store/sql/pg-driver';
-import { SqlStore } from '@baton/server/store/sql/sql-store';
+import { createLogger } from '@baton-coordination/server/host/logger';
+import { migrate } from '@baton-coordination/server/store/sql/migrate';
+import { PgDriver } from '@baton-coordination/server/store/sql/pg-driver';
+import { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { idem, startTestServer, type Reply, type TestServer } from './support/server';
 import { TcpProxy } from './support/tcp-proxy';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import type { Store } from '@baton/core';
-import type { SqlStore } from '@baton/server/store/sql/sql-store';
-import { openStore } from '@baton/server/store/open-store';
+import type { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
+import { openStore } from '@baton-coordination/server/store/open-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { idem, startTestServer, type TestServer } from './support/server';
 

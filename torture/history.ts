@@ -1,6 +1,6 @@
 import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Transport, TransportRequest } from '@baton/runtime';
+import type { Transport, TransportRequest } from '@baton-coordination/runtime';
 
 /**
  * Jepsen's history, one file per client process: every HTTP exchange is written when it starts

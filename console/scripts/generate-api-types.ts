@@ -5,7 +5,7 @@
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { MemoryStore, SystemClock } from '@baton/core';
-import { createBaton } from '@baton/server';
+import { createBaton } from '@baton-coordination/server';
 import openapiTS, { astToString } from 'openapi-typescript';
 
 const baton = await createBaton({ store: new MemoryStore(), clock: new SystemClock(), bootstrap: false });

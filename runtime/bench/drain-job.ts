@@ -1,6 +1,6 @@
 /**
  * The `runtime` phase of `npm run bench -- tasks` (server/bench/tasks.ts): a drain run by
- * @baton/runtime workers as a user's fleet runs it. Loaded by path in a worker thread of the
+ * @baton-coordination/runtime workers as a user's fleet runs it. Loaded by path in a worker thread of the
  * benchmark, so the server's benchmark does not link the runtime, and the runtime's client work
  * never queues on the server's event loop. Plain data in (workerData), plain data out.
  */

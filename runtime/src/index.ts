@@ -1,4 +1,4 @@
-/** @baton/runtime: the typed client of a Baton space, and the worker and helpers built on it. */
+/** @baton-coordination/runtime: the typed client of a Baton space, and the worker and helpers built on it. */
 export * from './contract';
 export * from './api-types';
 export * from './transport';

@@ -12,7 +12,7 @@
  *   baton-single    Baton, one request per call: POST /tasks, then admit and complete one at a time (16 clients)
  *   baton-cycle     Baton, closed-loop cycles: each of 16 clients submits, admits, completes, again
  *   baton-batched   Baton, submit-batch, admit-batch and complete-batch of 100 (16 clients)
- *   baton-runtime   Baton, submit-batch of 100, then @baton/runtime workers with their default batching
+ *   baton-runtime   Baton, submit-batch of 100, then @baton-coordination/runtime workers with their default batching
  *   pglite-single, pglite-batched: the Baton modes above on embedded PGlite (the store is in the server's process)
  * For each: CPU per job by process (enqueue + drain), statements, rows written and WAL per job,
  * the top statements by total time; then the ratios to the issue's targets.
@@ -83,7 +83,7 @@ async function run(options: BenchOptions): Promise<void> {
     'baton-batched': (ctx) => batonRun(ctx, { system: `Baton, batches of 100 (${clients} clients)`, database: 'bench_baton_batched', jobs: jobsOf(20_000, 4_000), ...hundred }),
     'baton-runtime': (ctx) =>
       batonRun(ctx, {
-        system: `Baton, @baton/runtime defaults (${runtime.workers} workers × concurrency ${runtime.concurrency}; submit-batch of 100)`,
+        system: `Baton, @baton-coordination/runtime defaults (${runtime.workers} workers × concurrency ${runtime.concurrency}; submit-batch of 100)`,
         database: 'bench_baton_runtime',
         jobs: jobsOf(20_000, 4_000),
         submitBatch: 100,
@@ -118,7 +118,7 @@ async function run(options: BenchOptions): Promise<void> {
   console.log('\n### Ratios to graphile-worker (issue 28 targets)');
   printRatios([
     { what: 'batched: Baton batches of 100 / graphile-worker batched', baton: rows.get('baton-batched'), peer: rows.get('gw-batched'), cpuAtMost: 1.0, rateAtLeast: 1.0 },
-    { what: 'batched: Baton @baton/runtime defaults / graphile-worker batched', baton: rows.get('baton-runtime'), peer: rows.get('gw-batched'), cpuAtMost: 1.0, rateAtLeast: 1.0 },
+    { what: 'batched: Baton @baton-coordination/runtime defaults / graphile-worker batched', baton: rows.get('baton-runtime'), peer: rows.get('gw-batched'), cpuAtMost: 1.0, rateAtLeast: 1.0 },
     { what: 'one per call: Baton drain / graphile-worker default', baton: rows.get('baton-single'), peer: rows.get('gw-default'), cpuAtMost: 2.0, rateAtLeast: 0.5 },
     { what: 'one per call: Baton full cycle / graphile-worker default', baton: rows.get('baton-cycle'), peer: rows.get('gw-default'), cpuAtMost: 2.0, rateAtLeast: 0.5 },
     { what: 'PGlite one per call / graphile-worker default', baton: rows.get('pglite-single'), peer: rows.get('gw-default') },

@@ -16,7 +16,7 @@
  * - `drain`: N tasks submitted first (concurrently; submit rate reported on its own), then
  *   workers admit (waitMs 0) and complete until every task is done: jobs/s of the drain, as
  *   graphile-worker's own benchmark reports it.
- * - `runtime`: the same drain run by @baton/runtime workers (createWorker, batching on), as a
+ * - `runtime`: the same drain run by @baton-coordination/runtime workers (createWorker, batching on), as a
  *   user's fleet runs it: jobs/s from start to the last complete answered.
  *
  * Sizes come from the environment (main.ts parses only the common flags):
@@ -27,7 +27,7 @@
  *   BENCH_TASKS_DRAIN=20000         BENCH_TASKS_DRAIN_SUBMITTERS=16
  *   BENCH_TASKS_DRAIN_BATCH=1       deliveries per admit-batch and complete-batch in the drain (1: the single routes)
  *   BENCH_TASKS_SUBMIT_BATCH=1      tasks per submit-batch when a drain fills its queue (1: POST /tasks)
- *   BENCH_TASKS_RUNTIME_WORKERS=4, BENCH_TASKS_RUNTIME_CONCURRENCY=100: the `runtime` phase's @baton/runtime workers
+ *   BENCH_TASKS_RUNTIME_WORKERS=4, BENCH_TASKS_RUNTIME_CONCURRENCY=100: the `runtime` phase's @baton-coordination/runtime workers
  *   BENCH_TASKS_RUNTIME_MAX_ITEMS, _DELAY_MS, _MAX_IN_FLIGHT: their batching knobs (the runtime's defaults unless set)
  *   drain workers: --clients N (default 16)
  *   --seconds / --warmup: the measured window of `cycles` and `claims` (quick: 3 and 1)
@@ -76,7 +76,7 @@ export interface Config {
   drainBatch: number;
   /** Tasks per POST /tasks/submit-batch when the drains fill their queue; 1 submits one at a time. */
   submitBatch: number;
-  /** The `runtime` phase: this many @baton/runtime workers, each with this many handlers. */
+  /** The `runtime` phase: this many @baton-coordination/runtime workers, each with this many handlers. */
   runtimeWorkers: number;
   runtimeConcurrency: number;
   /** The runtime workers' batching knobs: the runtime's defaults unless set. */
@@ -536,7 +536,7 @@ let interrupted = false;
 
 /**
  * The runtime drain's job lives with the runtime (runtime/bench/drain-job.ts) and is loaded by
- * path: the server's benchmark drives @baton/runtime as a user's process would, without linking it.
+ * path: the server's benchmark drives @baton-coordination/runtime as a user's process would, without linking it.
  */
 const runtimeDrainModule = new URL('../../runtime/bench/drain-job.ts', import.meta.url).href;
 
@@ -692,7 +692,7 @@ export interface StoreResults {
   wake?: WakeResult;
   submit?: RateResult;
   drain?: RateResult;
-  /** The drain by @baton/runtime workers with batching (the `runtime` phase). */
+  /** The drain by @baton-coordination/runtime workers with batching (the `runtime` phase). */
   runtimeDrain?: RateResult;
   problems: string[];
 }

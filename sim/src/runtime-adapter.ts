@@ -1,4 +1,4 @@
-import { createClient, type BatonClient, type RuntimeClock, type RuntimeRandom, type Transport, type TransportResponse } from '@baton/runtime';
+import { createClient, type BatonClient, type RuntimeClock, type RuntimeRandom, type Transport, type TransportResponse } from '@baton-coordination/runtime';
 import { never } from './client';
 import { requestTimeoutMs, type Network } from './network';
 import type { SimRandom } from './rng';
@@ -6,7 +6,7 @@ import type { Scheduler } from './scheduler';
 import type { HttpReply, HttpRequest } from './server-host';
 
 /**
- * The seam between @baton/runtime and the simulator: a runtime `Transport` that carries each
+ * The seam between @baton-coordination/runtime and the simulator: a runtime `Transport` that carries each
  * attempt over the simulated network (its delays, lost requests, lost replies and duplicates)
  * into the in-process server, and a `RuntimeClock` and `RuntimeRandom` on the scheduler's
  * virtual time and the run's seeded random streams. With these the runtime's client and

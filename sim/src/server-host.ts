@@ -1,5 +1,5 @@
 import type { Store } from '@baton/core';
-import { createBaton, type Baton, type BatonOptions } from '@baton/server';
+import { createBaton, type Baton, type BatonOptions } from '@baton-coordination/server';
 import type { SimRandom } from './rng';
 import type { Scheduler } from './scheduler';
 

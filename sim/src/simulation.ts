@@ -1,5 +1,5 @@
 import type { Store } from '@baton/core';
-import { openStore, createScratchDatabase } from '@baton/server';
+import { openStore, createScratchDatabase } from '@baton-coordination/server';
 import { Janitor } from './agents/janitor';
 import { BarrierWorkload } from './barriers';
 import { LimitsWorkload } from './limits';

@@ -1,5 +1,5 @@
-import { verifyWebhook, WebhookVerificationError } from '@baton/runtime';
-import type { AttemptOptions, AttemptResult, DispatcherOptions } from '@baton/server';
+import { verifyWebhook, WebhookVerificationError } from '@baton-coordination/runtime';
+import type { AttemptOptions, AttemptResult, DispatcherOptions } from '@baton-coordination/server';
 import { noFaults, type Faults } from './faults';
 import type { SimRandom } from './rng';
 import type { Trace } from './trace';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MemoryStore } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DrainController } from '@baton/server/http/deps';
+import { DrainController } from '@baton-coordination/server/http/deps';
 import { ContractChecker } from '../support/contract-checker';
 import { bodies, caller, createTenant, populate, SecretBook, type Call, type Fixture } from '../support/isolation-fixture';
 import { pathSlots } from '../support/isolation-routes';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MemoryStore, type Permission } from '@baton/core';
-import { createLogger } from '@baton/server/host/logger';
+import { createLogger } from '@baton-coordination/server/host/logger';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodies, bodySlots, caller, createTenant, populate, SecretBook, type BodyContext, type Call, type Fixture, type Tenant } from '../support/isolation-fixture';

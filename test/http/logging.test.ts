@@ -1,5 +1,5 @@
 import { MemoryStore } from '@baton/core';
-import { createLogger, redactedMark } from '@baton/server/host/logger';
+import { createLogger, redactedMark } from '@baton-coordination/server/host/logger';
 import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminToken, idem, startTestServer, type CallOptions, type Reply, type TestServer } from '../support/server';

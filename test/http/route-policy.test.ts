@@ -1,5 +1,5 @@
 import { MemoryStore } from '@baton/core';
-import { namedRoutes, policyOf, spacePrefix } from '@baton/server/limits/route-policy';
+import { namedRoutes, policyOf, spacePrefix } from '@baton-coordination/server/limits/route-policy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server';
 

@@ -1,5 +1,5 @@
 import { defaultSpaceLimits, SeededRandom, timers, type OpContext, type Tx } from '@baton/core';
-import { openStore } from '@baton/server/store/open-store';
+import { openStore } from '@baton-coordination/server/store/open-store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, storeTargets } from '../support/databases';
 import { allEvents, idem, openTestServer, startTestServer, type CallOptions, type Reply, type TestServer } from '../support/server';

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SystemClock, type LocalNotifier, type Store } from '@baton/core';
-import { createBaton, type Baton } from '@baton/server/host/baton';
-import { watchPoll } from '@baton/server/http/watch-poll';
-import { PgNotifier } from '@baton/server/notify/pg-notifier';
-import { openStore } from '@baton/server/store/open-store';
+import { createBaton, type Baton } from '@baton-coordination/server/host/baton';
+import { watchPoll } from '@baton-coordination/server/http/watch-poll';
+import { PgNotifier } from '@baton-coordination/server/notify/pg-notifier';
+import { openStore } from '@baton-coordination/server/store/open-store';
 import { createTestDatabase, postgresUrl, storeTargets, type TestDatabase } from '../support/databases';
 import { idem, startTestServer, type Reply, type TestServer } from '../support/server';
 

@@ -1,6 +1,6 @@
 import { ManualClock, SeededRandom } from '@baton/core';
-import { WebhookDispatcher, defaultDispatcherOptions } from '@baton/server/webhooks/dispatcher';
-import { webhookMetrics } from '@baton/server/metrics/webhook-metrics';
+import { WebhookDispatcher, defaultDispatcherOptions } from '@baton-coordination/server/webhooks/dispatcher';
+import { webhookMetrics } from '@baton-coordination/server/metrics/webhook-metrics';
 import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore, SeededRandom, SystemClock } from '@baton/core';
-import { createBaton, type Baton } from '@baton/server/host/baton';
+import { createBaton, type Baton } from '@baton-coordination/server/host/baton';
 
 /**
  * Refusals a client meets on a real socket, before any route runs: a body over the limit, headers

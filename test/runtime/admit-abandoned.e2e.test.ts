@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SystemClock } from '@baton/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
-import { createClient } from '@baton/runtime';
+import { createClient } from '@baton-coordination/runtime';
 
 /**
  * An admit long poll whose client went away (a worker's stop aborts it) claims nothing after:

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SystemClock } from '@baton/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
-import { createClient, createWorker, fetchTransport, submitAndAwait, type Transport, type Worker } from '@baton/runtime';
+import { createClient, createWorker, fetchTransport, submitAndAwait, type Transport, type Worker } from '@baton-coordination/runtime';
 
 /**
  * submitAndAwait waits on the server (GET /tasks/{id}?waitMs=), not by polling: 40 tasks with a

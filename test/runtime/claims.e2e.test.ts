@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SystemClock } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
-import { armTimer, ClaimHeldError, createClient, firedTimerIdOf, sleepUntil, withChildRun, withClaim, type BatonClient, type ClaimEvent } from '@baton/runtime';
+import { armTimer, ClaimHeldError, createClient, firedTimerIdOf, sleepUntil, withChildRun, withClaim, type BatonClient, type ClaimEvent } from '@baton-coordination/runtime';
 
 /**
  * withClaim, armTimer and withChildRun against a live server on embedded PGlite, on the system

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SystemClock } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
-import { createClient, type BatonClient, type ClientOptions, BatonApiError, fetchTransport, type Transport, type TransportResponse } from '@baton/runtime';
+import { createClient, type BatonClient, type ClientOptions, BatonApiError, fetchTransport, type Transport, type TransportResponse } from '@baton-coordination/runtime';
 
 let server: LiveServer;
 

@@ -58,11 +58,11 @@ const harnesses: Record<string, { prelude?: string; postlude?: string; file?: st
   },
   'docs/runtime.md#4': { prelude: scope, postlude: check("reservation.amountMinor === '2500'", 'the reservation holds 25.00') },
   'docs/runtime.md#5': {
-    prelude: `const baton = harness.createClient({ baseUrl: process.env.BATON_URL!, apiKey: process.env.BATON_KEY!, spaceId: process.env.BATON_SPACE! });\nimport { hasCode } from '@baton/runtime';\n${scope}const { id: mailboxId } = await baton.createMailbox({ name: 'snippets' });\n${admitted('baton')}async function finish(): Promise<void> {\n`,
+    prelude: `const baton = harness.createClient({ baseUrl: process.env.BATON_URL!, apiKey: process.env.BATON_KEY!, spaceId: process.env.BATON_SPACE! });\nimport { hasCode } from '@baton-coordination/runtime';\n${scope}const { id: mailboxId } = await baton.createMailbox({ name: 'snippets' });\n${admitted('baton')}async function finish(): Promise<void> {\n`,
     postlude: `}\nawait finish();\nawait finish(); // the second complete answers LEASE_LOST, which the snippet swallows\n`,
   },
   'docs/runtime.md#6': {
-    prelude: `import { createClient, fetchTransport, type Transport } from '@baton/runtime';\nconst baseUrl = process.env.BATON_URL!, apiKey = process.env.BATON_KEY!, spaceId = process.env.BATON_SPACE!;\n`,
+    prelude: `import { createClient, fetchTransport, type Transport } from '@baton-coordination/runtime';\nconst baseUrl = process.env.BATON_URL!, apiKey = process.env.BATON_KEY!, spaceId = process.env.BATON_SPACE!;\n`,
     postlude: `const box = await baton.createMailbox({ name: 'lossy' });\n${check("lost && typeof box.id === 'string'", 'the lost reply was retried with the same Idempotency-Key')}`,
   },
   'runtime/README.md#1': { file: 'tasks.ts' },
@@ -83,7 +83,7 @@ const harnesses: Record<string, { prelude?: string; postlude?: string; file?: st
   },
   'runtime/README.md#6': { prelude: `${client}${scope}${mailbox}`, postlude: check("typeof timer.id === 'string' && firedTimerIdOf !== undefined", 'the timer was armed') },
   'runtime/README.md#7': {
-    prelude: `import { sleepUntil } from '@baton/runtime';\n${client}${mailbox}const state = { retrySleepScope: harness.randomKey() };\n`,
+    prelude: `import { sleepUntil } from '@baton-coordination/runtime';\n${client}${mailbox}const state = { retrySleepScope: harness.randomKey() };\n`,
     postlude: check('(payload as { retry: number }).retry === 1', 'the sleep answered the payload once the timer fired'),
   },
   'runtime/README.md#8': {
@@ -100,7 +100,7 @@ const harnesses: Record<string, { prelude?: string; postlude?: string; file?: st
 };
 
 /** What every prelude may use, imported as `harness`. */
-const harnessModule = `export * from '@baton/runtime';
+const harnessModule = `export * from '@baton-coordination/runtime';
 import { randomUUID } from 'node:crypto';
 export const randomKey = (): string => randomUUID();
 const hooks: (() => Promise<unknown>)[] = [];
@@ -118,7 +118,7 @@ beforeAll(async () => {
   // As `npm start` runs it: the sweeps that fire timers (the README's sleepUntil waits on one).
   server.baton.background.start();
   env = { BATON_URL: server.baseUrl, BATON_SPACE: server.spaceId, BATON_KEY: server.apiKey, BATON_SCOPE: randomUUID(), PORT: String(await freePort()) };
-  // Inside the repository, so '@baton/runtime' resolves to the workspace package as a user's install would.
+  // Inside the repository, so '@baton-coordination/runtime' resolves to the workspace package as a user's install would.
   dir = mkdtempSync(join(root, 'test/runtime/.snippets-'));
   writeFileSync(join(dir, 'harness.ts'), harnessModule);
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, skipLibCheck: true, types: ['node'] }, include: ['*.ts'] }));

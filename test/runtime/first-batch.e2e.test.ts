@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SystemClock } from '@baton/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
-import { createClient, createWorker, fetchTransport, silentLogger, submitMany, type Transport, type Worker } from '@baton/runtime';
+import { createClient, createWorker, fetchTransport, silentLogger, submitMany, type Transport, type Worker } from '@baton-coordination/runtime';
 
 /**
  * A newcomer's first batch (issue 29): 1,500 tasks through submitMany into a mailbox created

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SystemClock } from '@baton/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
-import { createClient, type BatonClient, type ClientOptions, runGroup, type EndedMember, type MemberVerdict, type RunGroupOptions, fetchTransport, type Transport, type TransportResponse, createWorker, PermanentError, type DeliveryHandler, type Worker } from '@baton/runtime';
+import { createClient, type BatonClient, type ClientOptions, runGroup, type EndedMember, type MemberVerdict, type RunGroupOptions, fetchTransport, type Transport, type TransportResponse, createWorker, PermanentError, type DeliveryHandler, type Worker } from '@baton-coordination/runtime';
 
 /**
  * runGroup against a live server on embedded PGlite, with real workers completing the members:

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
 
 /**
- * @baton/runtime as a stranger gets it: its `npm pack` tarball (built by `npm run build`, which
+ * @baton-coordination/runtime as a stranger gets it: its `npm pack` tarball (built by `npm run build`, which
  * `npm test` runs first) installed into two scratch projects outside this repository, an ES module
  * one and a CommonJS one. In each, a producer and a worker written against the package's typed API
  * are type-checked by `tsc --strict` under Node's module rules (nodenext) and under a bundler's
@@ -30,7 +30,7 @@ export interface Shouted { upper: string; length: number }
 
 /** The user's worker: only the package's public API, imported by its name; no top-level await, so one source serves both module kinds. */
 const workerSource = `
-import { createClient, createWorker, type DeliveryHandler } from '@baton/runtime';
+import { createClient, createWorker, type DeliveryHandler } from '@baton-coordination/runtime';
 import type { Shout, Shouted } from './tasks.js';
 
 const shout: DeliveryHandler<Shout, Shouted> = async ({ delivery }) => ({ upper: delivery.input.text.toUpperCase(), length: delivery.input.text.length });
@@ -59,7 +59,7 @@ main().catch((error: unknown) => {
 
 /** The user's producer: submits a batch, awaits each outcome, and shows a typed error code. */
 const producerSource = `
-import { BatonApiError, createClient, submitAndAwait, submitMany, type ApiErrorCode, type TaskView } from '@baton/runtime';
+import { BatonApiError, createClient, submitAndAwait, submitMany, type ApiErrorCode, type TaskView } from '@baton-coordination/runtime';
 import type { Shout, Shouted } from './tasks.js';
 
 async function main(): Promise<void> {
@@ -99,7 +99,7 @@ const tsconfigs = {
   node10: { compilerOptions: { ...strictOptions, module: 'CommonJS', moduleResolution: 'Node10', esModuleInterop: true, skipLibCheck: true, noEmit: true }, files: ['tasks.ts', 'worker.ts', 'producer.ts'] },
 };
 
-describe('@baton/runtime from its npm pack tarball, outside the workspace', () => {
+describe('@baton-coordination/runtime from its npm pack tarball, outside the workspace', () => {
   let scratch: string;
   let tarball: string;
   let server: LiveServer;
@@ -107,7 +107,7 @@ describe('@baton/runtime from its npm pack tarball, outside the workspace', () =
   beforeAll(async () => {
     scratch = await mkdtemp(join(tmpdir(), 'baton-runtime-user-'));
     server = await startLiveServer({ clock: new SystemClock(), plan: 'TEAM', name: 'packaged' });
-    const { stdout: packed } = await run('npm', ['pack', '--workspace', '@baton/runtime', '--pack-destination', scratch, '--json'], { cwd: root });
+    const { stdout: packed } = await run('npm', ['pack', '--workspace', '@baton-coordination/runtime', '--pack-destination', scratch, '--json'], { cwd: root });
     const [{ filename, files }] = JSON.parse(packed) as [{ filename: string; files: { path: string }[] }];
     tarball = join(scratch, filename);
     // What ships: both builds with their declarations, the README and the licence; not the sources or the tests.
@@ -124,7 +124,7 @@ describe('@baton/runtime from its npm pack tarball, outside the workspace', () =
     const dir = join(scratch, kind);
     await mkdir(dir);
     const nodeTypes = JSON.parse(await readFile(join(root, 'node_modules/@types/node/package.json'), 'utf8')).version as string;
-    await writeFile(join(dir, 'package.json'), JSON.stringify({ name: `baton-runtime-user-${kind}`, private: true, type: kind, dependencies: { '@baton/runtime': `file:${tarball}` }, devDependencies: { '@types/node': nodeTypes } }));
+    await writeFile(join(dir, 'package.json'), JSON.stringify({ name: `baton-runtime-user-${kind}`, private: true, type: kind, dependencies: { '@baton-coordination/runtime': `file:${tarball}` }, devDependencies: { '@types/node': nodeTypes } }));
     // zod, standardwebhooks and @types/node come from npm's cache, where this repository's install put them: no network needed.
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir });
     await writeFile(join(dir, 'tasks.ts'), tasksSource);
@@ -150,20 +150,20 @@ describe('@baton/runtime from its npm pack tarball, outside the workspace', () =
 
   it.each(cases)('a $kind project installs it, type-checks under nodenext and bundler (and node10 for commonjs), and runs a producer and a worker', async ({ kind, build }) => {
     const dir = await project(kind);
-    const installed = JSON.parse(await readFile(join(dir, 'node_modules/@baton/runtime/package.json'), 'utf8'));
+    const installed = JSON.parse(await readFile(join(dir, 'node_modules/@baton-coordination/runtime/package.json'), 'utf8'));
     expect(Object.keys(installed.dependencies ?? {}).sort()).toEqual(['standardwebhooks', 'zod']);
 
     // Node picks the build of the project's own kind: require gets CommonJS, import the ES module.
-    const resolver = kind === 'commonjs' ? ['-p', "require.resolve('@baton/runtime')"] : ['--input-type=module', '-e', "console.log(import.meta.resolve('@baton/runtime'))"];
+    const resolver = kind === 'commonjs' ? ['-p', "require.resolve('@baton-coordination/runtime')"] : ['--input-type=module', '-e', "console.log(import.meta.resolve('@baton-coordination/runtime'))"];
     const { stdout: resolved } = await run(process.execPath, resolver, { cwd: dir });
-    expect(resolved.trim().endsWith(`/node_modules/@baton/runtime/${build}`)).toBe(true);
+    expect(resolved.trim().endsWith(`/node_modules/@baton-coordination/runtime/${build}`)).toBe(true);
 
     // tsc fails (and run rejects) on any type error, in the user's code or in the package's declarations.
     await run(process.execPath, [tsc, '-p', 'tsconfig.bundler.json'], { cwd: dir });
     if (kind === 'commonjs') await run(process.execPath, [tsc, '-p', 'tsconfig.node10.json'], { cwd: dir });
     await run(process.execPath, [tsc, '-p', 'tsconfig.nodenext.json'], { cwd: dir });
     const compiled = await readFile(join(dir, 'dist/worker.js'), 'utf8');
-    expect(compiled).toContain(kind === 'commonjs' ? 'require("@baton/runtime")' : "from '@baton/runtime'");
+    expect(compiled).toContain(kind === 'commonjs' ? 'require("@baton-coordination/runtime")' : "from '@baton-coordination/runtime'");
 
     const env = { ...process.env, BATON_URL: server.baseUrl, BATON_SPACE: server.spaceId, BATON_KEY: server.apiKey, BATON_SCOPE: randomUUID(), MAILBOX: `packaged-${kind}`, EXPECTED: '3' };
     const worker = spawn(process.execPath, [join(dir, 'dist/worker.js')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });

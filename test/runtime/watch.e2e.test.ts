@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SystemClock, type LocalNotifier } from '@baton/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
-import { createClient, type WatchEvent } from '@baton/runtime';
+import { createClient, type WatchEvent } from '@baton-coordination/runtime';
 
 let server: LiveServer;
 

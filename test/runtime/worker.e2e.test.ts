@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ManualClock } from '@baton/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startLiveServer, type LiveServer } from '../support/live-server';
-import { createClient, type BatonClient, type ClientOptions, systemClock, type RuntimeClock, fetchTransport, type Transport, type TransportRequest, type TransportResponse, createWorker, DeliveryAbortedError, PermanentError, type Worker, type WorkerEvent, type WorkerOptions } from '@baton/runtime';
+import { createClient, type BatonClient, type ClientOptions, systemClock, type RuntimeClock, fetchTransport, type Transport, type TransportRequest, type TransportResponse, createWorker, DeliveryAbortedError, PermanentError, type Worker, type WorkerEvent, type WorkerOptions } from '@baton-coordination/runtime';
 
 /**
  * The worker against a live server on embedded PGlite. The server runs on a ManualClock that

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, inject } from 'vitest';
 import { MemoryStore, type JournalEvent, type Store, type Tx } from '@baton/core';
-import { openStore } from '@baton/server/store/open-store';
-import { migrate } from '@baton/server/store/sql/migrate';
-import { PgliteDriver } from '@baton/server/store/sql/pglite-driver';
-import { createScratchDatabase, type ScratchDatabase } from '@baton/server/store/sql/scratch-database';
-import { SqlStore } from '@baton/server/store/sql/sql-store';
+import { openStore } from '@baton-coordination/server/store/open-store';
+import { migrate } from '@baton-coordination/server/store/sql/migrate';
+import { PgliteDriver } from '@baton-coordination/server/store/sql/pglite-driver';
+import { createScratchDatabase, type ScratchDatabase } from '@baton-coordination/server/store/sql/scratch-database';
+import { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 
 /**
  * Databases for tests: in-memory PGlite always, PostgreSQL when DATABASE_URL is set or the

@@ -1,4 +1,4 @@
-import type { SqlDriver, SqlParam, SqlQueryable } from '@baton/server/store/sql/driver';
+import type { SqlDriver, SqlParam, SqlQueryable } from '@baton-coordination/server/store/sql/driver';
 
 /** One node of EXPLAIN (FORMAT JSON)'s plan, as far as the checks read it. */
 export interface PlanNode {

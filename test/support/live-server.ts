@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Clock, Plan, Store } from '@baton/core';
 // The runtime's tests start a server; the runtime itself never imports it.
-import { createBaton, openStore, type Baton } from '@baton/server';
+import { createBaton, openStore, type Baton } from '@baton-coordination/server';
 
 /** A Baton server on embedded PGlite listening on a loopback port, with one organization, space and key. */
 export interface LiveServer {

@@ -16,13 +16,20 @@ const running = new Set<ChildProcess>();
 
 const startLimitMs = 120_000;
 
+/** Another way to start it than `node server/dist/main.js` in the repository: e.g. an installed package's binary. */
+export interface HowToStart {
+  command?: string[];
+  cwd?: string;
+}
+
 /**
  * Starts a server with `env` over this process's environment and waits for its address. The
  * limit is generous on purpose: a first start on the embedded store on a busy machine can take
  * many times its idle duration, and a server that fails to start exits, which ends the wait at once.
  */
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['server/dist/main.js'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startServerProcess(env: Record<string, string>, how: HowToStart = {}): Promise<ServerProcess> {
+  const [command, ...args] = how.command ?? [process.execPath, 'server/dist/main.js'];
+  const child = spawn(command!, args, { cwd: how.cwd ?? root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
   let output = '';

@@ -1,7 +1,7 @@
 import { ManualClock, SeededRandom, type Clock, type Store } from '@baton/core';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Logger } from 'pino';
-import { createBaton, type Baton, type BatonOptions } from '@baton/server/host/baton';
+import { createBaton, type Baton, type BatonOptions } from '@baton-coordination/server/host/baton';
 import type { StoreTarget } from './databases';
 
 export const adminToken = 'test-admin-token';

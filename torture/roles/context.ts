@@ -1,4 +1,4 @@
-import { createClient, fetchTransport, type BatonClient } from '@baton/runtime';
+import { createClient, fetchTransport, type BatonClient } from '@baton-coordination/runtime';
 import seedrandom from 'seedrandom';
 import { HistoryWriter } from '../history';
 

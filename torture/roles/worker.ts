@@ -1,4 +1,4 @@
-import { createWorker } from '@baton/runtime';
+import { createWorker } from '@baton-coordination/runtime';
 import { sleep, type RoleContext } from './context';
 
 /**

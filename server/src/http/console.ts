@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import { BatonError } from '@baton/core';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
@@ -28,12 +29,20 @@ export const consoleCsp = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** Where the built console is: the `@baton/console` workspace's dist/, when it was built. */
+/**
+ * Where the built console is: the `@baton/console` workspace's dist/ in a checkout (so a console
+ * rebuilt alone is served as it is), else the copy the server's build puts beside its own bundle
+ * (dist/console/: the installed package has no workspace).
+ */
 export function consoleDistDir(): string | undefined {
+  return [workspaceConsoleDir(), fileURLToPath(new URL('./console/', import.meta.url))].find(
+    (dir): dir is string => dir !== undefined && existsSync(join(dir, 'index.html')),
+  );
+}
+
+function workspaceConsoleDir(): string | undefined {
   try {
-    const manifest = createRequire(import.meta.url).resolve('@baton/console/package.json');
-    const dist = join(dirname(manifest), 'dist');
-    return existsSync(join(dist, 'index.html')) ? dist : undefined;
+    return join(dirname(createRequire(import.meta.url).resolve('@baton/console/package.json')), 'dist');
   } catch {
     return undefined;
   }

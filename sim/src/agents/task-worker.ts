@@ -1,4 +1,4 @@
-import { BatonApiError, createWorker, PermanentError, type BatchItemReply, type BatonClient, type CallOptions, type RuntimeClock, type WorkerApi, type WorkerEvent } from '@baton/runtime';
+import { BatonApiError, createWorker, PermanentError, type BatchItemReply, type BatonClient, type CallOptions, type RuntimeClock, type WorkerApi, type WorkerEvent } from '@baton-coordination/runtime';
 import type { ClaimedView } from '../checks/tasks';
 import type { SimContext } from '../context';
 import { requestTimeoutMs } from '../network';
@@ -69,7 +69,7 @@ interface Session {
 }
 
 /**
- * A task worker is a @baton/runtime worker (`createWorker`, docs/runtime.md) with the runtime's
+ * A task worker is a @baton-coordination/runtime worker (`createWorker`, docs/runtime.md) with the runtime's
  * client, on the simulated network, clock and random stream (sim/src/runtime-adapter.ts): it
  * admits with long polls (holder = its name, holderSession = its session, a lease of 5 to 10
  * s), renews, and completes or nacks as the runtime does. The workload's variety lives in the
