@@ -91,7 +91,7 @@ export interface ReservationListRequest {
   limit: number;
 }
 
-/** A budget's reservations in any state, oldest first (decisions §6); the budget view lists only ACTIVE ones. */
+/** A budget's reservations in any state, oldest first (docs/design/0007-budget-reservations.md); the budget view lists only ACTIVE ones. */
 export async function listReservations(tx: Tx, spaceId: string, budgetId: string, request: ReservationListRequest): Promise<Page<ReservationView>> {
   const after = request.cursor === undefined ? null : decodePositionCursor(request.cursor);
   const [budget, rows] = await together(tx.budgets.get(spaceId, budgetId), tx.reservations.list(spaceId, budgetId, request.states ?? null, after, request.limit + 1));
@@ -256,7 +256,7 @@ async function lockEntryTargets(ctx: OpContext, budgetId: string, reservationId:
 
 /**
  * Emits budget.reservation_overdue once for each ACTIVE reservation whose settleBy has passed.
- * settleBy never voids anything (decisions §6). Returns how many were emitted.
+ * settleBy never voids anything (docs/design/0007-budget-reservations.md). Returns how many were emitted.
  */
 export async function emitOverdueReservations(tx: Tx, nowMs: number, limit: number): Promise<number> {
   const overdue = await tx.reservations.claimOverdue(nowMs, limit);

@@ -1,4 +1,4 @@
-/** Claims (decisions §10): an exclusive, leased hold on a claimKey in a space. Times are epoch ms. */
+/** Claims (docs/design/0020-claims.md): an exclusive, leased hold on a claimKey in a space. Times are epoch ms. */
 export const claimStates = ['HELD', 'RELEASED', 'EXPIRED'] as const;
 export type ClaimState = (typeof claimStates)[number];
 

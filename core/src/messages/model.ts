@@ -22,7 +22,7 @@ export interface Mailbox {
 
 export const messageStates = ['READY', 'CLAIMED', 'ACKED', 'DEAD', 'CANCELLED'] as const;
 export type MessageState = (typeof messageStates)[number];
-/** States a message never leaves: retention deletes these once past the plan window (decisions §9). */
+/** States a message never leaves: retention deletes these once past the plan window (docs/design/0017-retention.md). */
 export const finishedMessageStates: readonly MessageState[] = ['ACKED', 'DEAD', 'CANCELLED'];
 
 /** Claims a message gets before it is DEAD (spec: queue attempts before a task fails). */

@@ -1,4 +1,4 @@
-/** Runs (decisions §10): a scopeId made explicit. Times are epoch ms from the injected clock. */
+/** Runs (docs/design/0019-runs.md): a scopeId made explicit. Times are epoch ms from the injected clock. */
 export const runStates = ['ACTIVE', 'COMPLETED', 'CANCELLED'] as const;
 export type RunState = (typeof runStates)[number];
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { errorCodes } from '../errors';
 
-/** Wire building blocks shared by every resource (decisions §5). */
+/** Wire building blocks shared by every resource (docs/design/0006-wire-shapes.md). */
 /** Any UUID-shaped id (8-4-4-4-12 hex digits, any version), as clients generate them. */
 export const uuid = z.guid({ message: 'must be a UUID' });
 /** An id sent by a client: read in lower case, the case Baton stores and compares ids in. */

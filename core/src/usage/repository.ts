@@ -1,5 +1,5 @@
 /**
- * What the limits of decisions §9 keep in the store, shared by every server: operations per
+ * What the limits of docs/design/0016-limits-and-retry-after.md keep in the store, shared by every server: operations per
  * organization per month, each server's request count per organization for the current minute,
  * and the load counts (active tasks, live leases) that PLAN_LIMIT_REACHED and
  * CONCURRENCY_LIMITED compare against. None of it is read or written on a request's path: each
@@ -10,7 +10,7 @@ export interface OrgLoad {
   activeTasks: number;
   /** Leases held at once (spec, "Agents working at once"): CLAIMED messages, pool units in use and live claims. */
   liveLeases: number;
-  /** Runs ACTIVE (decisions §10): the plan's active runs. */
+  /** Runs ACTIVE (docs/design/0019-runs.md): the plan's active runs. */
   activeRuns: number;
 }
 
