@@ -1,6 +1,6 @@
 import { assert, minuteOf, plantedBugs } from '@baton/core';
 
-/** decisions §9: ordinary calls are refused once 80 % of a minute's limit is used; the rest is kept for recovery calls. */
+/** docs/design/0016-limits-and-retry-after.md: ordinary calls are refused once 80 % of a minute's limit is used; the rest is kept for recovery calls. */
 export const ordinaryShare = 0.8;
 
 export interface RateLimits {

@@ -335,7 +335,7 @@ export const operations: Record<string, OperationContract> = {
   'GET /diagnostics/waits': { operationId: 'getWaits', summary: 'Show what admission is waiting on' },
   'GET /ops/runs/{scopeId}': { operationId: 'getRunDebugView', summary: 'Debug a run: its work by state' },
 
-  // The operator API (decisions §2)
+  // The operator API (docs/design/0003-operator-api.md)
   'GET /admin/v1/orgs': { operationId: 'listOrgs', summary: 'List organizations' },
   'GET /admin/v1/orgs/{orgId}/spaces': { operationId: 'listSpaces', summary: 'List the spaces of an organization' },
   'GET /admin/v1/orgs/{orgId}/keys': { operationId: 'listApiKeys', summary: 'List the API keys of an organization, without secrets' },

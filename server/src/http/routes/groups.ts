@@ -10,7 +10,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const write = { access: { anyOf: ['coordination_write' as const] } };
 const tags = ['task groups'];
 
-/** Task groups (decisions §6; core/src/groups, docs/api.md). */
+/** Task groups (docs/design/0010-task-groups.md; core/src/groups, docs/api.md). */
 export function groupRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();

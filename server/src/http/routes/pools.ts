@@ -11,7 +11,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const create = { access: { anyOf: ['resource_config' as const], repeatCreate: true } };
 
 /**
- * Pools and work limits (decisions §6: named by task requirements, claimed by admission).
+ * Pools and work limits (docs/design/0009-pools-and-work-limits.md: named by task requirements, claimed by admission).
  * Semantics in core/src/pools; the bounds of capacity and maxConcurrent are in the schemas.
  */
 export function poolRoutes(deps: AppDeps) {
