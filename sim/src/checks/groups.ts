@@ -1,7 +1,7 @@
 import type { JournalEvent, Store } from '@baton/core';
 
 /**
- * The task-group invariants (decisions §6, docs/simulator.md "Task groups"): a group decides
+ * The task-group invariants (docs/design/0010-task-groups.md, docs/simulator.md "Task groups"): a group decides
  * exactly once and never changes its outcome; the outcome agrees with the verdicts and member
  * states at the moment of decision; no member joins a closed group and membership stays within
  * expectedMembers (else 100); a group whose condition is met does not stay undecided; a decided
