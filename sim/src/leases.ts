@@ -8,7 +8,7 @@ import { adminToken, type ServerHost } from './server-host';
 
 const agentCount = 2;
 const callsPerAgent = 25;
-/** Free's agents at once (spec, plan table). */
+/** Free's agents at once (docs/api.md "Plans"). */
 const agentsAtOnce = effectiveLimits({ plan: 'FREE', limits: null }).agentsAtOnce!;
 
 /**

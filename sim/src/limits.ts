@@ -8,7 +8,7 @@ import { adminToken, type ServerHost } from './server-host';
 
 const agentCount = 2;
 const attemptsPerAgent = 25;
-/** Free's operations per month (spec, plan table). */
+/** Free's operations per month (docs/api.md "Plans"). */
 const freeOperations = 100_000;
 
 /**

@@ -28,7 +28,7 @@ export interface Created<T> {
 
 /**
  * Creates a budget, or returns the existing one when a budget of that name has identical
- * settings (create-or-get; authentication rule 7 lets a key without resource_config do this).
+ * settings (create-or-get; the repeat-create rule of docs/api.md "Authentication and permissions" lets a key without resource_config do this).
  */
 export async function createBudget(ctx: OpContext, body: BudgetCreateBody, canCreate: boolean): Promise<Created<BudgetView>> {
   const existing = await ctx.tx.budgets.getByName(ctx.spaceId, body.name);

@@ -214,7 +214,7 @@ export async function giveVerdict(ctx: OpContext, id: string, taskId: string, ve
 
 /**
  * Closes membership (SEALED) and decides at once if the rule can. close repeats harmlessly and
- * answers the committed state; seal on a group that is not OPEN is CONFLICT (spec, Versioning 2).
+ * answers the committed state; seal on a group that is not OPEN is CONFLICT (docs/api.md "Versioning").
  */
 export async function close(ctx: OpContext, id: string, how: 'CLOSE' | 'SEAL'): Promise<GroupView> {
   const locked = await lockGroup(ctx, id);

@@ -47,7 +47,7 @@ export const readyEvent = (m: Pick<Message, 'id' | 'mailboxId' | 'scopeId' | 'at
 
 /**
  * Creates a mailbox, or returns the existing one of that name when its settings are identical
- * (create-or-get; authentication rule 7 lets a key without resource_config do this).
+ * (create-or-get; the repeat-create rule of docs/api.md "Authentication and permissions" lets a key without resource_config do this).
  */
 export async function createMailbox(ctx: OpContext, body: MailboxCreateBody, canCreate: boolean): Promise<{ created: boolean; view: MailboxView }> {
   const existing = await ctx.tx.mailboxes.getByName(ctx.spaceId, body.name);

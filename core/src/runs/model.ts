@@ -2,7 +2,7 @@
 export const runStates = ['ACTIVE', 'COMPLETED', 'CANCELLED'] as const;
 export type RunState = (typeof runStates)[number];
 
-/** Child runs per run (spec, Fixed API bounds). */
+/** Child runs per run (docs/api.md "Fixed bounds"). */
 export const childLimitBounds = { min: 1, max: 10_000, default: 1_000 } as const;
 
 export interface Run {

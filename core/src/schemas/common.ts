@@ -56,7 +56,7 @@ export const idempotencyHeaders = z.looseObject({
 });
 
 /**
- * The waitMs query of a long-polling GET: 0 to 120,000 in the schema (spec bounds), held at most
+ * The waitMs query of a long-polling GET: 0 to 120,000 in the schema (docs/api.md "Fixed bounds"), held at most
  * `capMs` (longer waits are shortened); 0 or absent answers at once. `until` says what ends it.
  */
 export const longPollQueryWaitMs = (until: string, capMs: number) =>

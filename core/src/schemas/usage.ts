@@ -8,7 +8,7 @@ const capOrNone = (what: string) => z.number().int().min(0).nullable().describe(
 export const usageView = z
   .object({
     month: z.string().describe('The UTC calendar month counted, YYYY-MM'),
-    operations: count('Operations this month (spec, Operations): the store\'s total plus what this server has not synced yet; other servers\' last second may be missing'),
+    operations: count('Operations this month (docs/api.md, "Limits"): the store\'s total plus what this server has not synced yet; other servers\' last second may be missing'),
     operationsLimit: capOrNone('The plan\'s operations per month; Free stops new work at it (OPERATIONS_EXHAUSTED), paid plans are only counted'),
     activeTasks: count('Tasks PENDING or RUNNING across the organization'),
     activeRuns: count('Runs ACTIVE across the organization (docs/design/0019-runs.md)'),

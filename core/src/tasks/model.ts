@@ -5,7 +5,7 @@ export type TaskState = (typeof taskStates)[number];
 export const terminalTaskStates: readonly TaskState[] = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED'];
 export const isTerminalTask = (state: TaskState): boolean => terminalTaskStates.includes(state);
 
-/** Requirements per task (spec limits): at most 4 pools and 4 quotas. */
+/** Requirements per task (docs/api.md "Fixed bounds"): at most 4 pools and 4 quotas. */
 export const maxPoolRequirements = 4;
 export const maxQuotaRequirements = 4;
 

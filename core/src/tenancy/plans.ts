@@ -3,7 +3,7 @@ import type { Org, Plan, PlanLimits } from './model';
 const kib64 = 64 * 1024;
 
 /**
- * The spec's plan table. ENTERPRISE is "custom": its defaults are SCALE's, overridden per
+ * The plan table of docs/api.md ("Plans"). ENTERPRISE is "custom": its defaults are SCALE's, overridden per
  * organization by the operator (docs/design/0003-operator-api.md). Limits not enforced yet are still stored and shown.
  */
 export const planLimits: Record<Plan, PlanLimits> = {

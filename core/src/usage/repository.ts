@@ -8,7 +8,7 @@
 export interface OrgLoad {
   /** Tasks PENDING or RUNNING: counted as tasks whose delivery is READY or CLAIMED (the same thing, on an index requests keep anyway). */
   activeTasks: number;
-  /** Leases held at once (spec, "Agents working at once"): CLAIMED messages, pool units in use and live claims. */
+  /** Leases held at once (docs/api.md "Limits": agents working at once): CLAIMED messages, pool units in use and live claims. */
   liveLeases: number;
   /** Runs ACTIVE (docs/design/0019-runs.md): the plan's active runs. */
   activeRuns: number;

@@ -81,7 +81,7 @@ export async function attemptOperation(
       if (key !== undefined && keep(result)) await tx.idempotency.put({ spaceId, key, fingerprint, statusCode: result.statusCode, body: result.body, createdAt: nowMs });
       return { ...result, replayed: false };
     });
-    // Counted once committed, and only here: replays and failures are not operations (spec, Operations).
+    // Counted once committed, and only here: replays and failures are not operations (docs/api.md "Limits").
     recordCall(deps, request, outcome);
   } catch (error) {
     if (error instanceof Replay) return error.outcome;

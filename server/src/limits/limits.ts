@@ -14,7 +14,7 @@ export interface CallResult {
 }
 
 /**
- * The limits of the spec's Limits part and docs/design/0016-limits-and-retry-after.md, decided in memory on every call:
+ * The limits of docs/api.md ("Plans", "Limits") and docs/design/0016-limits-and-retry-after.md, decided in memory on every call:
  * request rates (organization and space, the recovery reserve and the give-backs), Free's monthly
  * operations, agents at once and active tasks. Counts come from this server and, for what other
  * servers did, from LimitsSync, at most one sync interval old; nothing here touches the store.
@@ -108,7 +108,7 @@ export class Limits {
   }
 
   private checkOperations(org: Org, perMonth: number | null, nowMs: number): void {
-    // Paid plans are counted, never stopped (spec, Operations).
+    // Paid plans are counted, never stopped (docs/api.md "Limits").
     if (org.plan !== 'FREE' || perMonth === null || plantedBugs.has('operations-stop-ignored')) return;
     const used = this.ledger.operationsOf(org.id, nowMs);
     if (used < perMonth) return;

@@ -1,5 +1,5 @@
 /**
- * How each /v1 route meets the limits of docs/design/0016-limits-and-retry-after.md and the spec's Limits part, in one table so
+ * How each /v1 route meets the limits of docs/design/0016-limits-and-retry-after.md and docs/api.md "Limits", in one table so
  * the rate policy reads in one place. Routes not named here are ordinary: a GET is a read, any
  * other method is work. route-policy.test.ts holds every registered route to this table.
  */
@@ -16,7 +16,7 @@ export interface RoutePolicy {
   createsTasks?: boolean;
   /** Creates runs, so the plan's active runs apply (PLAN_LIMIT_REACHED). */
   createsRuns?: boolean;
-  /** Lease renewals: not operations, and given back to the rate when they succeed (spec, Request rate 4). */
+  /** Lease renewals: not operations, and given back to the rate when they succeed (docs/api.md "Limits"). */
   renews?: boolean;
 }
 

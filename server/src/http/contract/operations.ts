@@ -16,7 +16,7 @@ export interface OperationContract {
   /** One line, imperative, as a reference's sidebar shows it. */
   summary: string;
   /**
-   * The handler refuses a call without Idempotency-Key (the spec's Idem; the `required` argument
+   * The handler refuses a call without Idempotency-Key (Idem in docs/api.md; the `required` argument
    * of runOperation, attemptOperation and pollClaim). Other writes take the header optionally.
    */
   idempotencyKeyRequired?: true;

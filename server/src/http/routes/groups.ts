@@ -103,7 +103,7 @@ export function groupRoutes(deps: AppDeps) {
       config: write,
       schema: {
         tags,
-        description: 'close under its former name (spec, Versioning 2): the same effect on an OPEN group, but 409 CONFLICT on one already SEALED or DECIDED.',
+        description: 'close under its former name (see Versioning in docs/api.md): the same effect on an OPEN group, but 409 CONFLICT on one already SEALED or DECIDED.',
         params: schemas.idParams,
         headers: schemas.idempotencyHeaders,
         response: { 200: schemas.groupView, ...errorReplies(409, 422) },

@@ -7,7 +7,7 @@ import { runOperation } from '../operation';
 import { errorReplies } from './schema-helpers';
 
 const read = { access: { anyOf: ['coordination_read' as const] } };
-// Authentication rule 7: a key without resource_config may repeat an identical create.
+// Repeat creates (docs/api.md "Authentication and permissions"): a key without resource_config may repeat an identical create.
 const create = { access: { anyOf: ['resource_config' as const], repeatCreate: true } };
 
 /**
