@@ -32,6 +32,12 @@ describe('the repository stands alone', () => {
       expect(lines).toContain(2);
     });
 
+    it('reports the outside spec cited by name, and leaves code that names a variable spec alone', () => {
+      const spec = 'spec';
+      const sample = [`/** Lease bounds (${spec}, fixed API bounds). */`, `/** The ${spec}'s plan table. */`, `function run(${spec}: JobSpec) {}`, `items.map((${spec}) => ${spec}.key);`].join('\n');
+      expect(findUnreachableCitations('core/src/x.ts', sample, tracked).map((f) => f.line)).toEqual([1, 2]);
+    });
+
     it('reports a docs path or a design record that does not exist, and passes those that do', () => {
       const missingRecord = 'docs/design/' + '0099-not-written.md';
       const missingDoc = 'docs/' + 'nowhere.md';

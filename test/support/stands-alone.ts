@@ -20,6 +20,10 @@ const outsideCitations: { pattern: RegExp; what: string }[] = [
   { pattern: new RegExp(`[Dd]ecisions(\\.md)? ${'\u00a7'}`), what: 'a section of a decisions file outside the repository' },
   { pattern: new RegExp(['decisions', 'md'].join('\\.')), what: 'a decisions file outside the repository' },
   { pattern: new RegExp(['coordination-api', 'md'].join('\\.')), what: 'an API spec outside the repository' },
+  // The outside spec by another name: a parenthesis opening on the word and a comma or colon, its
+  // possessive, or the word before a quoted part's title. Only lower case or a digit may follow the
+  // colon, which keeps out a parameter typed as, say, a JobSpec.
+  { pattern: new RegExp(`\\(${'spec'}[,:] [a-z0-9]|\\b[Tt]he ${'spec'}'s\\b|\\b[Ss]${'pec'} "`), what: 'the API spec outside the repository (docs/api.md is the reference)' },
 ];
 
 /** A docs path written from the repository's root, as comments and the README write them. */
