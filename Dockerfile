@@ -37,7 +37,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund --workspace @baton-c
 # 3. What runs.
 FROM node:20-bookworm-slim
 # A shared deployment bootstraps nothing: the dev organization and its printed key are for one
-# team on one machine (decisions §11). The operator API makes organizations, spaces and keys.
+# team on one machine (docs/design/0022-one-team-defaults.md). The operator API makes organizations, spaces and keys.
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 BATON_DATA_DIR=/data BATON_BOOTSTRAP=off
 WORKDIR /app
 COPY --from=deps /app/node_modules node_modules

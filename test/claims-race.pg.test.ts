@@ -6,7 +6,7 @@ import { createTestDatabase, postgresUrl, type TestDatabase } from './support/da
 import { startMs } from './support/server';
 
 /**
- * Claims racing on one claimKey from two Baton servers on one PostgreSQL (decisions §10). Workers
+ * Claims racing on one claimKey from two Baton servers on one PostgreSQL (docs/design/0020-claims.md). Workers
  * on both servers claim the key over and over; a holder releases or walks away, and a manual
  * clock moved by the test runs leases out while both servers sweep. Checked afterwards from the
  * journal (causal order, docs/event-journal.md) and the claim list: never two holders at once,

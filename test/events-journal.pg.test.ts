@@ -9,7 +9,7 @@ import { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 
 /**
- * The journal promise (decisions §7): a reader that follows nextCursor never skips a committed
+ * The journal promise (docs/design/0013-events-and-watch.md): a reader that follows nextCursor never skips a committed
  * event, also when transactions commit out of id order; and the order is causal, an event sorts
  * after every commit its transaction saw. Only real PostgreSQL runs transactions side by side,
  * so only it can show this. Each property is also checked against a weaker read or a planted

@@ -6,7 +6,7 @@ import type { Store } from '@baton/core';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 
 /**
- * The organization's request rate across servers (issue 16, decisions §9): two Baton servers on
+ * The organization's request rate across servers (issue 16, docs/design/0016-limits-and-retry-after.md): two Baton servers on
  * one PostgreSQL, real HTTP over loopback, each deciding in memory and syncing counts every
  * 500 ms. Accepted ordinary calls stay within 80 % of the limit plus one second of the traffic,
  * and recovery calls keep passing after ordinary calls are refused.

@@ -160,7 +160,7 @@ describe.runIf(postgresUrl())('round trips per hot-path request on PostgreSQL', 
     expectBudget('consume', await measure(consume, 201));
   });
 
-  // Batches of ten (decisions §8): the same budget as one item, whatever the batch holds.
+  // Batches of ten (docs/design/0015-batches.md): the same budget as one item, whatever the batch holds.
   const batchOf = 10;
   const admitBatch = () => server.api('POST', '/tasks/admit-batch', { body: { scopeId, mailboxId: ids.taskBox, holder: 'w', holderSession: 's', maxTasks: batchOf }, idem: idem() });
   const submitMany = async (n: number) => {

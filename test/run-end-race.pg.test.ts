@@ -6,7 +6,7 @@ import { createTestDatabase, postgresUrl, type TestDatabase } from './support/da
 import { idem, startTestServer, type Reply, type TestServer } from './support/server';
 
 /**
- * A run's end and work created under it are serialized (decisions §10, docs/lock-order.md): the
+ * A run's end and work created under it are serialized (docs/design/0019-runs.md, docs/lock-order.md): the
  * work reads the run FOR SHARE before anything else, an end locks it FOR UPDATE. So work
  * either commits before the end takes the run, and the cancel's cascade sees it, or reads the
  * ended run and is refused: never an ACTIVE task under a CANCELLED run. Real concurrency on one

@@ -25,7 +25,7 @@ describe('the server process on the embedded store', () => {
     expect(space).toBeTruthy();
     expect(key).toMatch(/^bk_/);
     expect(first.output()).toContain('embedded PGlite store');
-    // decisions §11: the banner gives a scope too, and says the organization has no caps.
+    // docs/design/0022-one-team-defaults.md: the banner gives a scope too, and says the organization has no caps.
     expect(first.output()).toMatch(/^ {2}export BATON_SCOPE=[0-9a-f-]{36}$/m);
     expect(first.output()).toContain('is on plan ENTERPRISE: no caps');
     const created = await fetch(`${first.address}/v1/spaces/${space}/budgets`, {
@@ -34,7 +34,7 @@ describe('the server process on the embedded store', () => {
       body: JSON.stringify({ name: 'kept', currency: 'USD', scale: 2, limitMinor: '100' }),
     });
     expect(created.status).toBe(201);
-    // Without BATON_SECRET_KEY the embedded store keeps a generated one (decisions §11): webhooks work.
+    // Without BATON_SECRET_KEY the embedded store keeps a generated one (docs/design/0022-one-team-defaults.md): webhooks work.
     expect(first.output()).toContain('generated a key to seal webhook secrets');
     const destination = await fetch(`${first.address}/v1/spaces/${space}/destinations`, {
       method: 'POST',

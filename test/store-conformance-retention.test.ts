@@ -4,7 +4,7 @@ import type { Claim, DeliveryAttempt, Mailbox, MessageState, NewMessage, Org, Sp
 import { storeTargets } from './support/databases';
 
 /**
- * Retention's purge methods (decisions §9) on every store: each removes what is at or before its
+ * Retention's purge methods (docs/design/0017-retention.md) on every store: each removes what is at or before its
  * space's cutoff and past its final state, in batches of at most `limit`, and nothing younger,
  * nothing live, nothing of a space it was not given.
  */

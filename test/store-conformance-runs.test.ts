@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { maxGateLevels, type Mailbox, type Run, type TaskGroup } from '@baton/core';
 import { storeTargets, useTenantStore } from './support/databases';
 
-/** The run repository (decisions §10) on every store. */
+/** The run repository (docs/design/0019-runs.md) on every store. */
 const T0 = 1_700_000_000_000;
 
 describe.each(storeTargets())('run store conformance on $name', (target) => {

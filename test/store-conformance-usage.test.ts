@@ -4,7 +4,7 @@ import type { Mailbox, NewMessage, Store } from '@baton/core';
 import { insertTenant, storeTargets } from './support/databases';
 
 /**
- * The usage repository (decisions §9) on every store: operations add up per organization and
+ * The usage repository (docs/design/0016-limits-and-retry-after.md) on every store: operations add up per organization and
  * month, request counts are set per server and summed over the others, purges are bounded, and
  * the load counts live task deliveries, claimed messages and pool units of one organization only.
  */

@@ -9,7 +9,7 @@ import { idem, startTestServer, type Reply, type TestServer } from './support/se
 import { TcpProxy } from './support/tcp-proxy';
 
 /**
- * PostgreSQL out of reach, as a server on it sees it (decisions §3): every call answers 503
+ * PostgreSQL out of reach, as a server on it sees it (docs/design/0004-error-codes.md): every call answers 503
  * UNAVAILABLE with Retry-After, the log says so once when it starts and once when it ends, and
  * /readyz says why. The database sits behind a TCP proxy the test takes down, so the PostgreSQL
  * other tests share is never stopped. Before: 500 INTERNAL with no Retry-After, and a stack

@@ -1,5 +1,5 @@
 /**
- * Error codes of decisions.md §3. Core raises BatonError with a code; the server maps the
+ * Error codes of docs/design/0004-error-codes.md. Core raises BatonError with a code; the server maps the
  * code to its HTTP status (server/src/http/error-status.ts), so core knows nothing of HTTP.
  */
 export const errorCodes = [
@@ -36,7 +36,7 @@ export interface ErrorDetail {
   message: string;
 }
 
-/** CLAIM_HELD's details (decisions §10): who holds the key, and when its live lease runs out (ISO 8601). */
+/** CLAIM_HELD's details (docs/design/0020-claims.md): who holds the key, and when its live lease runs out (ISO 8601). */
 export interface ClaimHeldDetails {
   holder: string;
   leaseExpiresAt: string;
@@ -51,7 +51,7 @@ export class BatonError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: ErrorDetails,
-    /** For a 429 or 503: how long until the call can pass (decisions §9); the server sends it as Retry-After. */
+    /** For a 429 or 503: how long until the call can pass (docs/design/0016-limits-and-retry-after.md); the server sends it as Retry-After. */
     readonly retryAfterMs?: number,
   ) {
     super(message);

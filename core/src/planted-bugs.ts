@@ -22,7 +22,7 @@ export const plantableBugs = [
   'admission-keeps-pool-units',
   /** a task group evaluates its rule again after it has decided, so a later verdict or member end decides it a second time (task groups). */
   'group-decides-twice',
-  /** a batch route (decisions §8) retried with its Idempotency-Key runs its items again instead of replaying its reply. */
+  /** a batch route (docs/design/0015-batches.md) retried with its Idempotency-Key runs its items again instead of replaying its reply. */
   'batch-replay-reapplies',
   /** GET /watch passes over the first event each read examines, moving its cursor past it unseen. */
   'watch-skips-event',

@@ -1,4 +1,4 @@
-/** Wire timestamps are ISO 8601 UTC with milliseconds (decisions §5). */
+/** Wire timestamps are ISO 8601 UTC with milliseconds (docs/design/0006-wire-shapes.md). */
 export function isoFromMs(ms: number): string {
   return new Date(ms).toISOString();
 }

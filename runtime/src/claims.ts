@@ -4,7 +4,7 @@ import type { ApiErrorShape, ClaimApi, ClaimGrant } from './contract';
 import { systemClock, type RuntimeClock } from './clock';
 
 /**
- * Claims from the holder's side (decisions §10; docs/api.md "Claims"): hold a key exclusively
+ * Claims from the holder's side (docs/design/0020-claims.md; docs/api.md "Claims"): hold a key exclusively
  * while a piece of work runs, with the lease renewed underneath it and the fencing token handed
  * to the work. Built on ClaimApi alone (contract.ts), so it runs against the client, the
  * simulator or an in-memory fake.
@@ -169,7 +169,7 @@ function codeOf(error: unknown): string | undefined {
 
 /**
  * The holder and leaseExpiresAt a CLAIM_HELD reply names in its details: the object
- * `{holder, leaseExpiresAt}` (decisions §10), or the `[{path, message}]` list servers sent before
+ * `{holder, leaseExpiresAt}` (docs/design/0020-claims.md), or the `[{path, message}]` list servers sent before
  * it, which a replay of a reply stored then still carries.
  */
 export function claimHeldErrorOf(claimKey: string, error: unknown, waitedMs: number): ClaimHeldError {

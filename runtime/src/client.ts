@@ -221,7 +221,7 @@ export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi
   /** POST /task-groups/{id}/seal: close under its former name, but 409 CONFLICT on a group that is not OPEN. */
   sealGroup(groupId: string, options?: CallOptions): Promise<GroupView>;
 
-  // Runs (decisions §10)
+  // Runs (docs/design/0019-runs.md)
   /** POST /runs: create (201) or the same run again (200); a child of parentScopeId when given. */
   createRun(body: In<S['runCreateBody']>, options?: CallOptions): Promise<Out<S['runView']>>;
   /** GET /runs/{scopeId}: the run, a page of its child runs and counts of what lives under it. */
@@ -231,7 +231,7 @@ export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi
   /** POST /runs/{scopeId}/cancel: idempotent; cancels child runs and live tasks under it (`cascading` until done). */
   cancelRun(scopeId: string, options?: CallOptions): Promise<Out<S['runView']>>;
 
-  // Claims (decisions §10)
+  // Claims (docs/design/0020-claims.md)
   /** POST /claims: 201 a new claim with its token and fencing token; 200 the same claim for the same holder and holderSession; 409 CLAIM_HELD (details: holder, leaseExpiresAt) while another holds the key. */
   acquireClaim(body: In<S['claimCreateBody']>, options?: CallOptions): Promise<ClaimGrant>;
   /** GET /claims/{id} (never shows the token). */
@@ -243,7 +243,7 @@ export interface BatonClient extends WorkerApi, TaskGroupApi, ClaimApi, TimerApi
   /** POST /claims/{id}/release: RELEASED, the key free at once; a repeat is 409 LEASE_LOST. */
   releaseClaim(claimId: string, body: In<S['claimReleaseBody']>, options?: CallOptions): Promise<ClaimView>;
 
-  // Timers (decisions §10)
+  // Timers (docs/design/0021-timers.md)
   /** POST /timers: 201 ARMED; 200 the timer for a repeat of timerKey with the same body. Fires `payload` into the mailbox as a message with workKey timer:<id>. */
   armTimer(body: In<S['timerArmBody']>, options?: CallOptions): Promise<TimerView>;
   /** GET /timers/{id} */

@@ -31,7 +31,7 @@ export interface GetTaskOptions extends CallOptions {
 export type Admitted<I = unknown> = AdmittedDeliveryView<I>;
 
 /**
- * The body of every error the server answers (decisions §3), and of a batch item's refusal. The
+ * The body of every error the server answers (docs/design/0004-error-codes.md), and of a batch item's refusal. The
  * batch seams below take any string as the code, so fakes and the simulator need not name one of
  * ErrorCode; the server only sends those.
  */
@@ -40,7 +40,7 @@ export interface ErrorEnvelope<Code extends string = ErrorCode> {
 }
 
 /**
- * One item of a complete-, nack- or renew-batch reply (decisions §8): the status and body its
+ * One item of a complete-, nack- or renew-batch reply (docs/design/0015-batches.md): the status and body its
  * single route would have answered; `body` is the single route's reply when `status` is 200, the
  * error envelope otherwise.
  */
@@ -142,7 +142,7 @@ export interface RunApi {
 }
 
 /**
- * The error every failed call surfaces: the server's envelope (decisions §3) or, for a
+ * The error every failed call surfaces: the server's envelope (docs/design/0004-error-codes.md) or, for a
  * transport failure after the retries, code 'NETWORK' and status 0.
  */
 export interface ApiErrorShape {

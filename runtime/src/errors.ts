@@ -11,7 +11,7 @@ import { parseRetryAfterMs } from './retry';
  * server's); `serverCode` holds it.
  */
 export type ClientErrorCode = 'NETWORK' | 'BAD_REPLY' | 'UNKNOWN_CODE';
-/** Every code a BatonApiError can carry: the server's (decisions §3) and the client's own. */
+/** Every code a BatonApiError can carry: the server's (docs/design/0004-error-codes.md) and the client's own. */
 export type ApiErrorCode = ErrorCode | ClientErrorCode;
 
 export interface BatonApiErrorInit extends ApiErrorShape {
@@ -44,7 +44,7 @@ export class BatonApiError extends Error implements ApiErrorShape {
 }
 
 /**
- * Which server codes a retry can cure (decisions §3, §4). A retry carries the same
+ * Which server codes a retry can cure (docs/design/0004-error-codes.md, docs/design/0005-idempotency-keys.md). A retry carries the same
  * Idempotency-Key, so a code whose reply the server stores would only be replayed: retrying
  * CONFLICT, INSUFFICIENT_BUDGET, QUOTA_EXHAUSTED or BACKLOG_FULL gains nothing and the caller
  * must decide (wait in the allowance's line, back off the mailbox). Codes raised before the

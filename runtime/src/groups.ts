@@ -6,7 +6,7 @@ import { hasCode } from './errors';
 import { WaitTimeoutError } from './helpers';
 
 /**
- * Task groups from the coordinator's side (decisions §6): create a group, fan out its member
+ * Task groups from the coordinator's side (docs/design/0010-task-groups.md): create a group, fan out its member
  * tasks, give each member that ends a verdict, and wait for the decision. Built on TaskGroupApi
  * alone (contract.ts), so it runs against the client, the simulator or an in-memory fake.
  */

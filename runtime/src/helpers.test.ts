@@ -54,7 +54,7 @@ function reservation(overrides: Partial<Reservation> = {}): Reservation {
   return { id: randomUUID(), budgetId, scopeId, holder: 'h', amountMinor: '500', settledMinor: '0', remainingMinor: '500', state: 'ACTIVE', settleBy: null, createdAt: at, updatedAt: at, ...overrides };
 }
 
-/** A budget whose settle and void move the one reservation as the server would (decisions §6). */
+/** A budget whose settle and void move the one reservation as the server would (docs/design/0007-budget-reservations.md). */
 function budgetApi() {
   let current = reservation();
   const entry = (kind: 'SETTLE' | 'VOID', amountMinor: string, workKey: string) => ({

@@ -270,7 +270,7 @@ async function submitInBatches(
   }
 }
 
-/** decisions §8: a batch holds 1 to 100 items. */
+/** docs/design/0015-batches.md: a batch holds 1 to 100 items. */
 const maxBatchItems = 100;
 
 /**

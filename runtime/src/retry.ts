@@ -32,7 +32,7 @@ export const defaultRetryPolicy: RetryPolicy = {
   maxAttempts: 6,
   baseDelayMs: 100,
   maxDelayMs: 10_000,
-  // A rate limit's Retry-After runs to the next minute (decisions §3): 60 s lets one be waited out.
+  // A rate limit's Retry-After runs to the next minute (docs/design/0016-limits-and-retry-after.md): 60 s lets one be waited out.
   maxElapsedMs: 60_000,
 };
 

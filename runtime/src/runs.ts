@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RunApi, RunView } from './contract';
 
 /**
- * Runs (decisions §10; docs/api.md "Runs"): a scopeId made explicit, that a person can look at
+ * Runs (docs/design/0019-runs.md; docs/api.md "Runs"): a scopeId made explicit, that a person can look at
  * and cancel with everything under it. withChildRun gives a piece of work its own child run, so
  * cancelling the parent (or the child) cancels that work's tasks and timers on the server.
  */

@@ -1,7 +1,7 @@
 import type { CallOptions, TimerApi, TimerView, TimerWaitApi } from './contract';
 
 /**
- * Timers (decisions §10; docs/api.md "Timers"): ask the service to send a message to a mailbox
+ * Timers (docs/design/0021-timers.md; docs/api.md "Timers"): ask the service to send a message to a mailbox
  * later. Once its time comes, the server's sweep (about once a second) sends `payload` to the
  * mailbox, exactly once, as an ordinary message with workKey `timer:<timerId>`; a worker receives
  * it as any other message, by recv/recvBatch on that mailbox; the delivery's `workKey` names the

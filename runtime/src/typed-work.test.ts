@@ -129,7 +129,7 @@ describe('request and reply bodies by name', () => {
 });
 
 describe('error codes', () => {
-  it('BatonApiError.code is the union of decisions §3 and the client codes, checked for exhaustiveness', () => {
+  it('BatonApiError.code is the union of docs/design/0004-error-codes.md and the client codes, checked for exhaustiveness', () => {
     expectTypeOf<BatonApiError['code']>().toEqualTypeOf<ApiErrorCode>();
     expectTypeOf<'LEASE_LOST'>().toExtend<ApiErrorCode>();
     expectTypeOf<'LEASE_LOST_'>().not.toExtend<ApiErrorCode>();

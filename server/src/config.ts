@@ -4,7 +4,7 @@ import { parseSecretKey, SealError } from './webhooks/seal';
 /** How log lines are written: JSON lines for machines, pino-pretty for people. */
 export type LogFormat = 'json' | 'pretty';
 
-/** Everything the server reads from its environment, read once at start-up (decisions §1). */
+/** Everything the server reads from its environment, read once at start-up (docs/design/0001-workspaces-and-start-up.md). */
 export interface Config {
   host: string;
   port: number;
@@ -14,7 +14,7 @@ export interface Config {
   dbPoolMax: number;
   dataDir: string;
   bootstrap: boolean;
-  /** BATON_BOOTSTRAP_PLAN: the bootstrap organization's plan; ENTERPRISE (the default) with no caps (decisions §11). */
+  /** BATON_BOOTSTRAP_PLAN: the bootstrap organization's plan; ENTERPRISE (the default) with no caps (docs/design/0022-one-team-defaults.md). */
   bootstrapPlan: Plan;
   clock: 'system' | 'manual';
   /** Where a manual clock starts; the wall clock's reading at start-up when unset. */

@@ -76,7 +76,7 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<void> {
   process.stdout.write(startBanner({ address, created: baton.devCredentials, existing, bootstrap: config.bootstrap, adminEnabled: config.adminToken !== undefined, scopeId: randomUUID(), console: config.console }));
 }
 
-/** On the embedded store without BATON_SECRET_KEY: the key kept in the data directory, made on first use (decisions §11). */
+/** On the embedded store without BATON_SECRET_KEY: the key kept in the data directory, made on first use (docs/design/0022-one-team-defaults.md). */
 function keptSecretKey(dataDir: string, logger: Logger): Buffer {
   try {
     const kept = dataDirSecretKey(dataDir);

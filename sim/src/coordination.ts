@@ -17,7 +17,7 @@ const timerArms = 14;
 const runsPerAgent = 4;
 
 /**
- * Claims, timers and runs (decisions §10) under the run's faults, in one place so simulation.ts
+ * Claims, timers and runs (docs/design/0020-claims.md, docs/design/0021-timers.md, docs/design/0019-runs.md) under the run's faults, in one place so simulation.ts
  * needs a line per phase. They live in a space of their own (an organization on SCALE), so
  * their events, messages and tasks stay out of the main space's checks, and their agents draw
  * from streams of their own (agents and network), so the other agents' draws are untouched.

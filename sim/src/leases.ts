@@ -8,11 +8,11 @@ import { adminToken, type ServerHost } from './server-host';
 
 const agentCount = 2;
 const callsPerAgent = 25;
-/** Free's agents at once (spec, plan table). */
+/** Free's agents at once (docs/api.md "Plans"). */
 const agentsAtOnce = effectiveLimits({ plan: 'FREE', limits: null }).agentsAtOnce!;
 
 /**
- * The plan's agents at once under batches (decisions §8, §9), in one place as limits.ts is for the
+ * The plan's agents at once under batches (docs/design/0015-batches.md, docs/design/0016-limits-and-retry-after.md), in one place as limits.ts is for the
  * rate and the month: a third organization, on Free, whose agents claim by batch far more than its
  * 10 leases at once, on the main server. Its own streams (set-up, network, agents), so the rest of
  * the run draws as before; its steps are not among the run's --steps.

@@ -8,11 +8,11 @@ import { adminToken, type ServerHost } from './server-host';
 
 const agentCount = 2;
 const attemptsPerAgent = 25;
-/** Free's operations per month (spec, plan table). */
+/** Free's operations per month (docs/api.md "Plans"). */
 const freeOperations = 100_000;
 
 /**
- * Limits under pressure (decisions §9), in one place so simulation.ts needs a line per phase: a
+ * Limits under pressure (docs/design/0016-limits-and-retry-after.md), in one place so simulation.ts needs a line per phase: a
  * second organization on Free, its space's rate set low and its month's operations nearly used
  * (seeded straight into the store), and agents that call faster than either allows.
  */

@@ -4,7 +4,7 @@ import { storeTargets } from '../support/databases';
 import { allEvents, idem, startTestServer, type Reply, type TestServer } from '../support/server';
 
 /**
- * POST /tasks/admit (spec "Admission rules", decisions §6, docs/api.md "Admission"). Every test
+ * POST /tasks/admit (docs/design/0009-pools-and-work-limits.md, docs/api.md "Admission"). Every test
  * makes its own mailbox and resources, so what one test claims never blocks another; the
  * server's clock is manual and only moves when a test moves it.
  */

@@ -4,7 +4,7 @@ import { storeTargets } from '../support/databases';
 import { idem, openTestServer, type CallOptions, type Reply, type TestServer } from '../support/server';
 
 /**
- * The plan's agents at once counted lease by lease (decisions §8, §9): every claimed delivery, pool
+ * The plan's agents at once counted lease by lease (docs/design/0015-batches.md, docs/design/0016-limits-and-retry-after.md): every claimed delivery, pool
  * unit and claim a call hands out, a batch's item by item, never passes the limit; a call that may
  * hand out none is CONCURRENCY_LIMITED. Operations and request rate count a batch's items.
  */

@@ -82,7 +82,7 @@ describe.each(storeTargets())('allowances over HTTP on $name', (target) => {
       const refused = await consume(id, 4);
       expect(refused.statusCode).toBe(429);
       expect(refused.body.error.code).toBe('QUOTA_EXHAUSTED');
-      // 39.5 s left in the 60 s window, rounded up (decisions §9).
+      // 39.5 s left in the 60 s window, rounded up (docs/design/0016-limits-and-retry-after.md).
       expect(refused.headers['retry-after']).toBe('40');
     });
 

@@ -91,7 +91,7 @@ describe.each(storeTargets())('barriers over HTTP on $name', (target) => {
       expectError(await server.api('POST', '/barriers', { body: { scopeId, target: 2 } }), 400, 'IDEMPOTENCY_KEY_REQUIRED');
     });
 
-    it('a key without resource_config is FORBIDDEN: a barrier has no name, so rule 7 has nothing to verify', async () => {
+    it('a key without resource_config is FORBIDDEN: a barrier has no name, so no repeat create has anything to verify', async () => {
       const worker = await server.newKey({ permissions: ['coordination_read', 'coordination_write'] });
       const res = await server.api('POST', '/barriers', { key: worker, body: { scopeId, target: 2 }, idem: idem() });
       expectError(res, 403, 'FORBIDDEN');

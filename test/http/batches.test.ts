@@ -3,7 +3,7 @@ import { storeTargets } from '../support/databases';
 import { idem, startTestServer, type Reply, type TestServer } from '../support/server';
 
 /**
- * The batch routes (decisions §8, docs/api.md "Batches"): each item answered exactly as its
+ * The batch routes (docs/design/0015-batches.md, docs/api.md "Batches"): each item answered exactly as its
  * single route would, in order, all or nothing by itself; one Idempotency-Key for the batch.
  * Every test uses mailboxes of its own.
  */

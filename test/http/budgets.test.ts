@@ -163,7 +163,7 @@ describe.each(storeTargets())('budgets over HTTP on $name', (target) => {
       expect(res.body.error.message).toBe('credential lacks coordination_write');
     });
 
-    it('a resource_config key may reserve, settle and void (versioning rule 3)', async () => {
+    it('a resource_config key may reserve, settle and void (docs/api.md "Versioning")', async () => {
       const config = await server.newKey({ permissions: ['resource_config'] });
       const res = await server.api('POST', `/budgets/${budgetId}/reserve`, { key: config, body: { scopeId, holder: 'w', amountMinor: '1' }, idem: idem() });
       expect(res.statusCode).toBe(201);

@@ -3,7 +3,7 @@ import { storeTargets } from '../support/databases';
 import { idem, openTestServer, type Reply, type TestServer } from '../support/server';
 
 /**
- * Diagnostics (decisions §9; docs/api.md, "Diagnostics"): census, backlog, waits and the run
+ * Diagnostics (docs/design/0018-diagnostics.md; docs/api.md, "Diagnostics"): census, backlog, waits and the run
  * view, after real operations. Every test works in a space of its own, so its counts are
  * exact; ages are measured on the server's manual clock.
  */

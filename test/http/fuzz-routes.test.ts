@@ -35,7 +35,7 @@ const replyTimeoutMs = 5_000;
 /** Refused requests between two snapshots of the tenant's state. */
 const windowSize = 50;
 
-/** decisions.md §3: each error code and its status. */
+/** docs/design/0004-error-codes.md: each error code and its status. */
 const statusOfCode: Record<string, number> = {
   UNAUTHENTICATED: 401, FORBIDDEN: 403, ENTITLEMENT_EXCEEDED: 403, NOT_FOUND: 404, VALIDATION_FAILED: 400, IDEMPOTENCY_KEY_REQUIRED: 400, PAYLOAD_TOO_LARGE: 413,
   IDEMPOTENCY_KEY_REUSED: 422, CONFLICT: 409, INSUFFICIENT_BUDGET: 409, TASK_KEY_CONFLICT: 409, LEASE_LOST: 409, CLAIM_HELD: 409, IDEMPOTENCY_KEY_IN_FLIGHT: 409,
@@ -260,7 +260,7 @@ async function send(target: Target, sent: Sent): Promise<Outcome> {
 }
 
 /**
- * Never 5xx; every reply names its request; every 4xx is the envelope of decisions §3. Plain
+ * Never 5xx; every reply names its request; every 4xx is the envelope of docs/design/0004-error-codes.md. Plain
  * checks rather than `expect`: this runs 100,000 times, and the request is described only on failure.
  */
 function checkReply(sent: Sent, outcome: Outcome): void {
@@ -280,7 +280,7 @@ function checkReply(sent: Sent, outcome: Outcome): void {
   const error = body?.error;
   if (typeof error !== 'object' || error === null) fail('4xx body has no "error" object');
   if (Object.keys(body).length !== 1) fail('the envelope has members besides "error"');
-  if (statusOfCode[error.code] !== outcome.statusCode) fail(`code ${error.code} is unknown or not answered with ${outcome.statusCode} (decisions §3)`);
+  if (statusOfCode[error.code] !== outcome.statusCode) fail(`code ${error.code} is unknown or not answered with ${outcome.statusCode} (docs/design/0004-error-codes.md)`);
   if (typeof error.message !== 'string' || error.message.length === 0) fail('error.message is not a non-empty string');
   if (error.requestId !== requestId) fail('error.requestId differs from X-Request-Id');
   if (error.details !== undefined && (typeof error.details !== 'object' || error.details === null)) fail('error.details is not an object or array');

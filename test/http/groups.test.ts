@@ -4,7 +4,7 @@ import { storeTargets } from '../support/databases';
 import { allEvents, idem, openTestServer, startTestServer, type Reply, type TestServer } from '../support/server';
 
 /**
- * Task groups over HTTP (spec "Task groups", decisions §6, docs/api.md "Task groups"). Every
+ * Task groups over HTTP (docs/design/0010-task-groups.md, docs/api.md "Task groups"). Every
  * test makes its own mailbox, so what one test's workers claim never touches another's; the
  * server's clock is manual and only moves when a test moves it.
  */

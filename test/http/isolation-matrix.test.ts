@@ -12,7 +12,7 @@ import { WebhookReceiver } from '../support/webhook-receiver';
  * The tenant isolation matrix (docs/reliability.md, "Tenant isolation"): every /v1 route the app
  * registers, called across two organizations A and B, each holding one of every resource kind.
  * A must never reach B: not by B's ids (404, exactly as for an id that never existed), not on B's
- * space (404), not with a key limited to another space (403), not without the permission the spec
+ * space (404), not with a key limited to another space (403), not without the permission docs/api.md
  * names (403 naming it). Afterwards B's journal and views are as they were, and the log, written
  * at trace level, holds none of the secrets the scenario used.
  *
@@ -189,7 +189,7 @@ describe('tenant isolation matrix over every /v1 route', () => {
           if (reply.statusCode === 401 || reply.statusCode === 403) failures.push(`${route.key} without ${permission} (accepted: ${anyOf.join(' or ')}): ${brief(reply)}`);
           continue;
         }
-        // The one permission missing: auth refuses (rule 7 creates: the handler does, for a new name).
+        // The one permission missing: auth refuses (repeat creates: the handler does, for a new name).
         const reply = await callWith(route, key, fa.spaceId, new Set(), fa);
         const wrong = forbidden(reply, `credential lacks ${permission}`);
         if (wrong) failures.push(`${route.key} without ${permission}${repeatCreate ? ' (new resource)' : ''}: ${wrong}`);

@@ -108,7 +108,7 @@ describe.each(storeTargets())('request rates, operations and plan limits over HT
     server.clock.advance(60_000);
   });
 
-  it('counts operations as the spec defines them and GET /usage shows them with the load and the plan', async () => {
+  it('counts operations as docs/api.md defines them and GET /usage shows them with the load and the plan', async () => {
     const t = await tenant('TEAM');
     const box = await mailbox(t); // 1
     const sendKey = idem();
@@ -173,7 +173,7 @@ describe.each(storeTargets())('request rates, operations and plan limits over HT
     await server.baton.deps.runDueWork(); // the load is read again (at most a second old in service)
     expect((await recv(t, box)).statusCode).toBe(200);
 
-    // Live claims are leases too (spec, Agents working at once): 2 claimed messages are held now.
+    // Live claims are leases too (docs/api.md "Limits"): 2 claimed messages are held now.
     const claimed = await t.call('POST', '/claims', { body: { claimKey: 'k', scopeId, holder: 'h', holderSession: 's' }, idem: idem() });
     expect(claimed.body.error.code).toBe('CONCURRENCY_LIMITED');
 

@@ -4,7 +4,7 @@ import { storeTargets } from '../support/databases';
 import { idem, startTestServer, type Reply, type TestServer } from '../support/server';
 
 /**
- * Retention through the HTTP app on a manual clock (decisions §9): the background pass run just
+ * Retention through the HTTP app on a manual clock (docs/design/0017-retention.md): the background pass run just
  * before and just past each window. The test server's organization is on TEAM (30 days); a second
  * organization on FREE (7 days) shows that windows are per organization.
  */

@@ -3,7 +3,7 @@ import { namedRoutes, policyOf, spacePrefix } from '@baton-coordination/server/l
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server';
 
-/** The limits' route table (server/src/limits/route-policy.ts) names real routes, and the recovery calls are the ones decisions §9 lists. */
+/** The limits' route table (server/src/limits/route-policy.ts) names real routes, and the recovery calls are the ones docs/design/0016-limits-and-retry-after.md lists. */
 describe('the route policy of the limits', () => {
   let server: TestServer;
   beforeAll(async () => {

@@ -122,7 +122,7 @@ describe.each(storeTargets())('runs over HTTP on $name', (target) => {
     expect(await view(scopeId)).toMatchObject({ cascading: false, counts: { tasks: { byState: { CANCELLED: 80, PENDING: 0 } } } });
   });
 
-  /** Every request that creates work under a scope (decisions §10), by name, for `scopeId`. */
+  /** Every request that creates work under a scope (docs/design/0019-runs.md), by name, for `scopeId`. */
   const workUnder = (scopeId: string, refs: { budget: string; allowance: string }): Record<string, () => Promise<Reply>> => {
     const post = (path: string, body: unknown) => server.api('POST', path, { body, idem: idem() });
     return {
@@ -226,7 +226,7 @@ describe.each(storeTargets())('runs over HTTP on $name', (target) => {
 });
 
 /**
- * decisions §11: on a manual clock (BATON_CLOCK=manual) the background loops still run, on real
+ * docs/design/0023-service-clock.md: on a manual clock (BATON_CLOCK=manual) the background loops still run, on real
  * time, so what follows from a request without depending on time happens while the clock stands
  * still. The loops are started as `npm start` starts them; nothing here advances the clock.
  */

@@ -8,7 +8,7 @@ import { createClient, createWorker, fetchTransport, submitAndAwait, type Transp
  * submitAndAwait waits on the server (GET /tasks/{id}?waitMs=), not by polling: 40 tasks with a
  * 2 s handler on 8 workers end in about 40 × 2 s / 8 = 10 s, and the awaiting costs so few
  * requests that the server answers no 429 (issue 29: polling every 500 ms took 88 s and drew
- * 40 × 429). On ENTERPRISE, the plan `npm start`'s bootstrap organization is on (decisions §11).
+ * 40 × 429). On ENTERPRISE, the plan `npm start`'s bootstrap organization is on (docs/design/0022-one-team-defaults.md).
  */
 
 let server: LiveServer;

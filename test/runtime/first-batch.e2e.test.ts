@@ -6,7 +6,7 @@ import { createClient, createWorker, fetchTransport, silentLogger, submitMany, t
 
 /**
  * A newcomer's first batch (issue 29): 1,500 tasks through submitMany into a mailbox created
- * with the spec's defaults (backlogLimit 1,000, and the space's maxBacklog 1,000) while workers
+ * with the documented defaults (backlogLimit 1,000, and the space's maxBacklog 1,000) while workers
  * run. Before, 500 of them came back BACKLOG_FULL; now submitMany submits them again as the
  * workers make room, and every task is stored once and ends SUCCEEDED, its outcome awaited on
  * the server (GET /tasks/{id}?waitMs=). No request is answered 429.

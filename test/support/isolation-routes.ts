@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 /**
  * The route side of the tenant isolation matrix (test/http/isolation-matrix.test.ts): which
  * /v1/spaces routes the app has, read from Fastify's own route tree so a route added tomorrow is
- * in the matrix tomorrow, and what the spec says each one needs.
+ * in the matrix tomorrow, and what docs/api.md says each one needs.
  */
 
 export const spacePrefix = '/v1/spaces/:spaceId';
@@ -86,19 +86,19 @@ export function pathSlots(path: string): PathSlot[] {
   });
 }
 
-/** What a route needs from its key, as the spec's endpoint tables and Authentication part say. */
+/** What a route needs from its key, as the route tables of docs/api.md and its "Authentication and permissions" say. */
 export interface ExpectedAccess {
-  /** Any one admits the call; a refusal names the first (auth.ts, spec Authentication 4). */
+  /** Any one admits the call; a refusal names the first (auth.ts, docs/api.md "Authentication and permissions"). */
   anyOf: Permission[];
-  /** Authentication rule 7: a key without resource_config may repeat an identical create. */
+  /** Repeat creates (docs/api.md "Authentication and permissions"): a key without resource_config may repeat an identical create. */
   repeatCreate: boolean;
 }
 
-/** Creates of named resources, where rule 7 lets a repeat through (barriers have no name). */
+/** Creates of named resources, where a repeat of an identical create is let through (docs/api.md "Authentication and permissions") (barriers have no name). */
 const namedCreates = new Set(['POST /budgets', 'POST /mailboxes', 'POST /pools', 'POST /work-limits', 'POST /allowances']);
-/** Setting up (spec: resource_config) beyond the named creates. */
+/** Setting up (resource_config in docs/api.md) beyond the named creates. */
 const configuration = new Set(['POST /barriers', 'POST /destinations', 'DELETE /destinations/:id', 'POST /destinations/:id/resume', 'PUT /limits']);
-/** Spec: "Keys with it are also accepted for quota consumption, quota wait, quota cooldown and budget reserve, settle and void". */
+/** resource_config is also accepted for allowance consume, wait and cooldown and budget reserve, settle and void (docs/api.md "Authentication and permissions"). */
 const spendOrConfigure = new Set(['POST /budgets/:id/reserve', 'POST /budgets/:id/settle', 'POST /budgets/:id/void', 'POST /allowances/:id/consume', 'POST /allowances/:id/wait', 'POST /allowances/:id/cooldown']);
 /** usage_read: usage, space limits, diagnostics (census, backlog, waits, run and task views), webhook delivery history. */
 const usageReads = /^GET \/(usage|limits|deliveries|diagnostics\/.*|ops\/.*)$/;

@@ -57,7 +57,7 @@ export function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
-/** SIGTERM (the drain of decisions §1), then SIGKILL if it has not exited within `graceMs`; answers the exit code. */
+/** SIGTERM (the drain of docs/design/0002-graceful-drain.md), then SIGKILL if it has not exited within `graceMs`; answers the exit code. */
 export async function stopServerProcess(child: ChildProcess, graceMs = 15_000): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
   const done = exited(child);

@@ -13,7 +13,7 @@ export function outageWindows(history: History): OutageWindow[] {
 }
 
 /**
- * decisions §3: a store that cannot be reached is 503 UNAVAILABLE with Retry-After (whole
+ * docs/design/0004-error-codes.md: a store that cannot be reached is 503 UNAVAILABLE with Retry-After (whole
  * seconds, at least 1), and nothing else of the server is a 5xx. Violations: any 5xx that is not
  * that (a 500 means an error of an outage was not told from a bug, and the client had no
  * Retry-After), and an outage phase in which no client saw a 503, for then the check proved

@@ -1,6 +1,6 @@
 /**
  * What a task's delivery needs before admission may claim it, and what a live claim holds
- * (decisions §6). Names are resolved to ids once, at submit: pools, allowances, budgets and
+ * (docs/design/0009-pools-and-work-limits.md). Names are resolved to ids once, at submit: pools, allowances, budgets and
  * work limits are never renamed or deleted, so the ids stay good for the delivery's life.
  * Every list is in name order: admission claims, and releases, in that order (docs/lock-order.md).
  */
@@ -30,7 +30,7 @@ export const resourceKinds = ['pool', 'allowance', 'budget', 'work_limit'] as co
 export type ResourceKind = (typeof resourceKinds)[number];
 
 /**
- * The leases a claim may still hand out under the plan's agents at once (decisions §9: each
+ * The leases a claim may still hand out under the plan's agents at once (docs/design/0016-limits-and-retry-after.md: each
  * claimed delivery and each pool unit granted with it is a live lease). The server keeps the count
  * in memory (server/src/limits/lease-hold.ts) and has already set aside at least one delivery's.
  * Admission takes what a candidate with requirements would hand out before claiming it and passes

@@ -100,7 +100,7 @@ function notAdmitted(body: AdmitBody, scopeIds: string[], shortages: Shortages) 
 }
 
 /**
- * admit-batch (decisions §8): admit's rule applied up to `maxTasks` times in one transaction, the
+ * admit-batch (docs/design/0015-batches.md): admit's rule applied up to `maxTasks` times in one transaction, the
  * oldest admissible deliveries first. Candidates come `maxTasks` at a time in one statement
  * (claimCandidates): those that need nothing are claimed there, those with requirements are
  * tried one by one as admit tries them, in seq order among the rest. At most `maxTasks` are

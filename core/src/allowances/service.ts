@@ -16,7 +16,7 @@ import { governingRun, refuseIfEnded } from '../runs/guard';
 export { waiterView as waiterViewOf } from './views';
 
 /**
- * Allowances: fixed-window unit counts with a strict FIFO line and cooldowns (decisions §6).
+ * Allowances: fixed-window unit counts with a strict FIFO line and cooldowns (docs/design/0012-allowances.md).
  * Lock order: the allowance row, then its waiters. Every operation that can move the line
  * serves it from the head in the same transaction; time alone moves it through the grant
  * sweep (serveDueLines), which claims lines by wakeAt.
@@ -138,7 +138,7 @@ export async function consume(ctx: OpContext, id: string, body: ConsumeBody): Pr
   return { replay: false, view: consumptionView(consumption, false) };
 }
 
-/** decisions §9: Retry-After runs to the window's end, or the cooldown's. */
+/** docs/design/0016-limits-and-retry-after.md: Retry-After runs to the window's end, or the cooldown's. */
 const exhausted = (message: string, retryAfterMs: number): BatonError => new BatonError('QUOTA_EXHAUSTED', message, undefined, retryAfterMs);
 
 /** Joins the line: GRANTED at once on the fast path (nobody waiting, no cooldown, units fit), else WAITING. */

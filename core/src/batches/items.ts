@@ -1,7 +1,7 @@
 import { BatonError } from '../errors';
 import type { OpContext } from '../context';
 
-/** decisions §8: a batch holds 1 to 100 items. */
+/** docs/design/0015-batches.md: a batch holds 1 to 100 items. */
 export const maxBatchItems = 100;
 
 /**
@@ -16,7 +16,7 @@ export const maxKeptSavepoints = 48;
 export type ItemOutcome<T> = { ok: true; value: T } | { ok: false; error: BatonError };
 
 /**
- * Applies the items of a batch in order, each all or nothing by itself (decisions §8): an item
+ * Applies the items of a batch in order, each all or nothing by itself (docs/design/0015-batches.md): an item
  * that raises a BatonError answers it and leaves nothing behind, and its neighbours go on. Any
  * other failure is a bug and fails the whole transaction.
  *

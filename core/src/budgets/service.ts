@@ -28,7 +28,7 @@ export interface Created<T> {
 
 /**
  * Creates a budget, or returns the existing one when a budget of that name has identical
- * settings (create-or-get; authentication rule 7 lets a key without resource_config do this).
+ * settings (create-or-get; the repeat-create rule of docs/api.md "Authentication and permissions" lets a key without resource_config do this).
  */
 export async function createBudget(ctx: OpContext, body: BudgetCreateBody, canCreate: boolean): Promise<Created<BudgetView>> {
   const existing = await ctx.tx.budgets.getByName(ctx.spaceId, body.name);
@@ -91,7 +91,7 @@ export interface ReservationListRequest {
   limit: number;
 }
 
-/** A budget's reservations in any state, oldest first (decisions §6); the budget view lists only ACTIVE ones. */
+/** A budget's reservations in any state, oldest first (docs/design/0007-budget-reservations.md); the budget view lists only ACTIVE ones. */
 export async function listReservations(tx: Tx, spaceId: string, budgetId: string, request: ReservationListRequest): Promise<Page<ReservationView>> {
   const after = request.cursor === undefined ? null : decodePositionCursor(request.cursor);
   const [budget, rows] = await together(tx.budgets.get(spaceId, budgetId), tx.reservations.list(spaceId, budgetId, request.states ?? null, after, request.limit + 1));
@@ -256,7 +256,7 @@ async function lockEntryTargets(ctx: OpContext, budgetId: string, reservationId:
 
 /**
  * Emits budget.reservation_overdue once for each ACTIVE reservation whose settleBy has passed.
- * settleBy never voids anything (decisions §6). Returns how many were emitted.
+ * settleBy never voids anything (docs/design/0007-budget-reservations.md). Returns how many were emitted.
  */
 export async function emitOverdueReservations(tx: Tx, nowMs: number, limit: number): Promise<number> {
   const overdue = await tx.reservations.claimOverdue(nowMs, limit);

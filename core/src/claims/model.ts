@@ -1,11 +1,11 @@
-/** Claims (decisions §10): an exclusive, leased hold on a claimKey in a space. Times are epoch ms. */
+/** Claims (docs/design/0020-claims.md): an exclusive, leased hold on a claimKey in a space. Times are epoch ms. */
 export const claimStates = ['HELD', 'RELEASED', 'EXPIRED'] as const;
 export type ClaimState = (typeof claimStates)[number];
 
-/** Longest claimKey (spec: claim key 1 to 512 characters). */
+/** Longest claimKey (docs/api.md "Fixed bounds": 1 to 512 characters). */
 export const maxClaimKeyLength = 512;
 
-/** Lease bounds of POST /claims and renew (spec, fixed API bounds); the space's maxLeaseSeconds may shorten it. */
+/** Lease bounds of POST /claims and renew (docs/api.md "Fixed bounds"); the space's maxLeaseSeconds may shorten it. */
 export const claimLeaseBounds = { minSeconds: 5, maxSeconds: 600, defaultSeconds: 30 } as const;
 
 export interface Claim {
@@ -13,7 +13,7 @@ export interface Claim {
   spaceId: string;
   claimKey: string;
   scopeId: string;
-  /** The stable logical worker that claimed (spec, authentication rule 8). */
+  /** The stable logical worker that claimed (docs/api.md "Authentication and permissions": worker identity). */
   holder: string;
   /**
    * SHA-256 of the holderSession. The session is what lets a claimant get its token back (a

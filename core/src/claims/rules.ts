@@ -25,8 +25,8 @@ export function assertClaimKeyRow(k: ClaimKeyRow): void {
 
 /**
  * The token of a claim: HMAC-SHA256 keyed by the holderSession over the claim's space, id and
- * tokenNonce. Derived, not random, so that a re-claim by the same holder and session (decisions
- * §10: 200, the same claim) answers the same token although only hashes are stored: the session,
+ * tokenNonce. Derived, not random, so that a re-claim by the same holder and session (see
+ * docs/design/0020-claims.md: 200, the same claim) answers the same token although only hashes are stored: the session,
  * which only the claimant has in the clear, is the one input the database lacks; the nonce, which
  * the API never shows, is the one input an API reader lacks (claim ids are public, and a session
  * name may be too). Each claim has a fresh id and nonce, so a stale token never matches a later claim.
@@ -38,7 +38,7 @@ export function claimTokenFor(spaceId: string, claimId: string, tokenNonce: stri
 /** What the store keeps of a holderSession or token: its SHA-256 (messages/rules.ts hashToken). */
 export const hashClaimSecret = hashToken;
 
-/** CLAIM_HELD, naming who holds the key and until when (decisions §10: details is the object `{holder, leaseExpiresAt}`). */
+/** CLAIM_HELD, naming who holds the key and until when (docs/design/0020-claims.md: details is the object `{holder, leaseExpiresAt}`). */
 export function claimHeld(held: Claim): BatonError {
   const leaseExpiresAt = isoFromMs(held.leaseExpiresAt);
   return new BatonError('CLAIM_HELD', `claimKey ${held.claimKey} is held by ${held.holder} until ${leaseExpiresAt}`, { holder: held.holder, leaseExpiresAt });

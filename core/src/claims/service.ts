@@ -16,7 +16,7 @@ import { claimGrantView, claimView } from './views';
 import { governingRun, refuseIfEnded } from '../runs/guard';
 
 /**
- * Claims (decisions §10): a lock with fencing. Lock order (docs/lock-order.md): the claim key's
+ * Claims (docs/design/0020-claims.md): a lock with fencing. Lock order (docs/lock-order.md): the claim key's
  * row, then a claim row. An acquire takes both; renew, release and the expiry sweep take only
  * the claim row. Every change appends its event (aggregate `claim`) in the same transaction.
  */
@@ -34,7 +34,7 @@ import { governingRun, refuseIfEnded } from '../runs/guard';
  */
 export async function acquire(ctx: OpContext, body: ClaimCreateBody): Promise<{ created: boolean; grant: ClaimGrant }> {
   // The scope's run first, locked against its end (docs/lock-order.md): an ended run refuses
-  // every acquire under it, a repeat by the holder too (decisions §10).
+  // every acquire under it, a repeat by the holder too (docs/design/0020-claims.md).
   const [run, key, held] = await together(
     governingRun(ctx, body.scopeId),
     ctx.tx.claims.lockKey(ctx.spaceId, body.claimKey, ctx.nowMs),

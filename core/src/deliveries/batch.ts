@@ -14,7 +14,7 @@ import { complete, nack } from './lifecycle';
 import { PreloadedDeliveries } from './preload';
 
 /**
- * The batch twins of the delivery routes (decisions §8): each item exactly as its single route
+ * The batch twins of the delivery routes (docs/design/0015-batches.md): each item exactly as its single route
  * would answer it, in order, each all or nothing by itself (batches/items.ts). What a batch
  * saves is round trips: the deliveries it names are locked and read in one, up front
  * (deliveries/preload.ts), and every item's writes ride with the commit.

@@ -61,7 +61,7 @@ export type DispatchProgress = Pick<
 
 export type AttemptStatus = 'SUCCEEDED' | 'FAILED';
 
-/** One HTTP attempt to deliver one event to one destination (decisions §7: GET /deliveries). */
+/** One HTTP attempt to deliver one event to one destination (docs/design/0014-webhooks.md: GET /deliveries). */
 export interface DeliveryAttempt {
   id: string;
   spaceId: string;

@@ -28,7 +28,7 @@ export interface DeliveryAttemptRepository {
   /** Most recent first, (attemptedAt, id) descending; `before` is exclusive. */
   list(spaceId: string, filter: AttemptFilter, before: AttemptPosition | null, limit: number): Promise<DeliveryAttempt[]>;
   /**
-   * Retention (decisions §9, 365 days): deletes up to `limit` attempts of any space made at or
+   * Retention (docs/design/0017-retention.md, 365 days): deletes up to `limit` attempts of any space made at or
    * before `cutoffMs` and says how many. Rows another transaction holds are skipped (SKIP LOCKED).
    */
   purgeUntil(cutoffMs: number, limit: number): Promise<number>;

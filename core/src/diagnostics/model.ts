@@ -9,7 +9,7 @@ import { timerStates } from '../timers/model';
 import { claimStates } from '../claims/model';
 
 /**
- * Diagnostics (decisions §9): read-only views for an operator of a space. Nothing here is read
+ * Diagnostics (docs/design/0018-diagnostics.md): read-only views for an operator of a space. Nothing here is read
  * by an operation, and every read is bounded: counts stop at a cap and say so, lists are capped
  * or paged (docs/api.md, "Diagnostics").
  */
@@ -39,7 +39,7 @@ export const censusResourceStates = {
 export type CensusResourceType = keyof typeof censusResourceStates;
 
 /**
- * What a run's view counts under its scopeId (decisions §10). Each kind adds its entry here and
+ * What a run's view counts under its scopeId (docs/design/0019-runs.md). Each kind adds its entry here and
  * its count to DiagnosticsRepository.runCounts, and the views show it with no other change.
  */
 export const runResourceStates = {

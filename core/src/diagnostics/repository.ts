@@ -23,7 +23,7 @@ export interface DeliverySummary {
 }
 
 /**
- * The reads of the diagnostics views (decisions §9), one space at a time. Never used by an
+ * The reads of the diagnostics views (docs/design/0018-diagnostics.md), one space at a time. Never used by an
  * operation. Each read is bounded: counts stop at `cap` rows, lists at `limit`. The SQL store
  * names the index each one walks (server/src/store/sql/repositories/diagnostics.ts).
  */

@@ -12,7 +12,7 @@ import { censusResourceStates, diagnosticsCountCap, runResourceStates, type Bloc
 import type { DeliverySummary, TaskSummary } from './repository';
 
 /**
- * The diagnostics views (decisions §9; docs/api.md, "Diagnostics"). Reads only, each bounded:
+ * The diagnostics views (docs/design/0018-diagnostics.md; docs/api.md, "Diagnostics"). Reads only, each bounded:
  * counts stop at diagnosticsCountCap, lists at waitListLimit or a page. `nowMs` is the injected
  * clock's reading: ages are measured on the clock that stamped createdAt.
  */
@@ -95,7 +95,7 @@ export async function waits(tx: Tx, spaceId: string, nowMs: number): Promise<Wai
 }
 
 /**
- * The run view of a scopeId for operators (decisions §9, §10): counts of what lives under it,
+ * The run view of a scopeId for operators (docs/design/0018-diagnostics.md, docs/design/0019-runs.md): counts of what lives under it,
  * and a page of its PENDING and RUNNING tasks with what each waits for. 404 when nothing lives
  * under the scope. Runs themselves arrive later; until then a run is just its scopeId.
  */

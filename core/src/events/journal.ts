@@ -18,7 +18,7 @@ export function eventView(e: JournalEvent): EventView {
 
 /**
  * Whether retention deleted events after `cursor` that a read from it would have returned
- * (decisions §9: a cursor older than the journal's start answers from the oldest retained
+ * (docs/design/0017-retention.md: a cursor older than the journal's start answers from the oldest retained
  * event, with `truncated: true`). `firstListed` is the first event that read found, if any.
  * No cursor asks for the journal from its start, which is never truncated.
  *

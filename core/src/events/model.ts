@@ -20,7 +20,7 @@ export interface JournalEvent extends Omit<NewEvent, 'wakesOne'> {
 }
 
 /**
- * Every event type Baton emits, `aggregate.verb` in snake case (decisions §7). docs/events.md
+ * Every event type Baton emits, `aggregate.verb` in snake case (docs/design/0013-events-and-watch.md). docs/events.md
  * describes each; a test keeps the two in step.
  */
 export const eventTypes = {

@@ -14,7 +14,7 @@ export interface EventRepository {
    */
   tail(spaceId: string): Promise<string>;
   /**
-   * Retention (decisions §9): deletes up to `limit` events of the given spaces that occurred at
+   * Retention (docs/design/0017-retention.md): deletes up to `limit` events of the given spaces that occurred at
    * or before their space's cutoff, from the start of each space's journal, and raises each
    * space's purgedThrough to the newest position deleted. Says how many. Rows another transaction
    * holds are skipped (SKIP LOCKED).

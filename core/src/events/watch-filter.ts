@@ -89,7 +89,7 @@ export function typeMatches(types: WatchFilter['types'], type: string): boolean 
 /**
  * The scopes an event is about: its own scopeId, and every scope its payload names (a data field
  * `scopeId` or `...ScopeId`: a claim's claimScopeId, a subscriber's subscriberScopeId, a group's
- * parentScopeId). The spec's "events whose payload carries a scopeId in the subtree".
+ * parentScopeId). The watch rule of docs/api.md ("Watch"): events whose data names a scope in the subtree.
  */
 export function scopesOf(event: Pick<WatchedEvent, 'scopeId' | 'data'>): string[] {
   const scopes = event.scopeId === null ? [] : [event.scopeId];

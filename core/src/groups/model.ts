@@ -1,7 +1,7 @@
 import type { TaskState } from '../tasks/model';
 
 /**
- * Task groups as stored (decisions §6): a coordinator's fan-out that decides once. Times are
+ * Task groups as stored (docs/design/0010-task-groups.md): a coordinator's fan-out that decides once. Times are
  * epoch ms from the injected clock.
  */
 export const groupStates = ['OPEN', 'SEALED', 'DECIDED'] as const;

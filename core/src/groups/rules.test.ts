@@ -14,7 +14,7 @@ const group = (over: Partial<TaskGroup> = {}): TaskGroup => ({
 const member = (taskState: TaskState, verdict: Verdict = 'PENDING'): MemberStanding => ({ taskId: `t-${Math.random()}`, taskState, verdict });
 const withMembers = (g: Partial<TaskGroup>, members: MemberStanding[]): [TaskGroup, MemberStanding[]] => [group({ ...g, memberCount: members.length }), members];
 
-describe('decide (decisions §6)', () => {
+describe('decide (docs/design/0010-task-groups.md)', () => {
   it('decides SUCCEEDED THRESHOLD_MET at threshold accepted, while membership is still open', () => {
     const [g, ms] = withMembers({ threshold: 2 }, [member('SUCCEEDED', 'ACCEPTED'), member('SUCCEEDED', 'ACCEPTED'), member('RUNNING')]);
     expect(decide(g, ms, T0)).toEqual({ outcome: 'SUCCEEDED', outcomeReason: 'THRESHOLD_MET' });
@@ -134,7 +134,7 @@ function mostAcceptedPossible(g: TaskGroup, ms: readonly MemberStanding[]): numb
   return best + joiners;
 }
 
-/** What decisions §6 says of a group at T0, worked out from the oracle. */
+/** What docs/design/0010-task-groups.md says of a group at T0, worked out from the oracle. */
 function oracleDecision(g: TaskGroup, ms: readonly MemberStanding[]): ReturnType<typeof decide> {
   if (g.deadline !== null && T0 >= g.deadline) return { outcome: 'FAILED', outcomeReason: 'DEADLINE_EXCEEDED' };
   if (g.condition === 'ALL_TERMINAL') {

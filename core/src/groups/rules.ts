@@ -4,7 +4,7 @@ import { isTerminalTask, type TaskState } from '../tasks/model';
 import { maxGroupMembers, type GroupDecision, type MemberStanding, type TaskGroup, type Verdict } from './model';
 
 /**
- * The decision rule of decisions §6, a pure function of the group and its members as read under
+ * The decision rule of docs/design/0010-task-groups.md, a pure function of the group and its members as read under
  * the group's row lock. A group decides the moment its condition is met or can no longer be
  * met; the caller applies the answer in the same transaction as the change that made it so.
  *

@@ -22,7 +22,7 @@ import { governingRun, refuseIfEnded, requireOpenScope } from '../runs/guard';
 import { together } from '../store/together';
 
 /**
- * Task groups (decisions §6). Every operation that can change a group's decision locks the
+ * Task groups (docs/design/0010-task-groups.md). Every operation that can change a group's decision locks the
  * group row first among the group's rows and evaluates the rule before it commits: a member
  * joining, a verdict, a close or seal, a member task reaching a terminal state (the task hooks
  * call onMemberEnded), and the deadline (the sweep, or any of these finding it passed). One
@@ -40,7 +40,7 @@ const groupEvent = (g: Pick<TaskGroup, 'id' | 'scopeId'>, type: string, data: Re
 
 /** Creates an OPEN group with a fresh gate scope, a child of parentScopeId when given. */
 export async function createGroup(ctx: OpContext, body: GroupCreateBody): Promise<GroupCreatedReply> {
-  // A group under an ended run is new work under it (decisions §10); its gate scope belongs to that run.
+  // A group under an ended run is new work under it (docs/design/0019-runs.md); its gate scope belongs to that run.
   if (body.parentScopeId !== undefined) await requireOpenScope(ctx, body.parentScopeId);
   await mailboxOf(ctx.tx, ctx.spaceId, body.mailboxId);
   const group: TaskGroup = {
@@ -214,7 +214,7 @@ export async function giveVerdict(ctx: OpContext, id: string, taskId: string, ve
 
 /**
  * Closes membership (SEALED) and decides at once if the rule can. close repeats harmlessly and
- * answers the committed state; seal on a group that is not OPEN is CONFLICT (spec, Versioning 2).
+ * answers the committed state; seal on a group that is not OPEN is CONFLICT (docs/api.md "Versioning").
  */
 export async function close(ctx: OpContext, id: string, how: 'CLOSE' | 'SEAL'): Promise<GroupView> {
   const locked = await lockGroup(ctx, id);

@@ -7,7 +7,7 @@ import { governingRun, refuseIfEnded } from '../runs/guard';
 import { together } from '../store/together';
 
 /**
- * send-batch (decisions §8): each message as POST /mailboxes/{id}/messages would answer it, in
+ * send-batch (docs/design/0015-batches.md): each message as POST /mailboxes/{id}/messages would answer it, in
  * order. The mailbox and its backlog, and the runs of the items' scopes, are read once; each
  * send counts against the limits of the next (sendTo keeps the target current). A send fails,
  * when it fails, before it writes (prepareSend), so no item needs a savepoint. Every item's
@@ -20,7 +20,7 @@ export async function sendMany(ctx: OpContext, mailboxId: string, bodies: readon
   const runOf = new Map(scopeIds.map((id, i) => [id, runs[i]]));
   const events: Parameters<typeof ctx.tx.events.append>[2] = [];
   const outcomes = await eachItem(ctx, bodies, () => false, async (body) => {
-    // An item under an ended run answers 409 by itself (decisions §10).
+    // An item under an ended run answers 409 by itself (docs/design/0019-runs.md).
     refuseIfEnded(runOf.get(body.scopeId), body.scopeId);
     const sent = await sendTo(ctx, target, body);
     events.push(...sent.events);

@@ -5,7 +5,7 @@ import type { Task } from '../tasks/model';
 export const mailboxModes = ['WORK', 'INBOX'] as const;
 export type MailboxMode = (typeof mailboxModes)[number];
 
-/** Bounds of a mailbox's backlogLimit on create (spec, fixed API bounds). */
+/** Bounds of a mailbox's backlogLimit on create (docs/api.md "Fixed bounds"). */
 export const backlogLimitBounds = { min: 1, max: 100_000, default: 1_000 } as const;
 
 export interface Mailbox {
@@ -22,10 +22,10 @@ export interface Mailbox {
 
 export const messageStates = ['READY', 'CLAIMED', 'ACKED', 'DEAD', 'CANCELLED'] as const;
 export type MessageState = (typeof messageStates)[number];
-/** States a message never leaves: retention deletes these once past the plan window (decisions §9). */
+/** States a message never leaves: retention deletes these once past the plan window (docs/design/0017-retention.md). */
 export const finishedMessageStates: readonly MessageState[] = ['ACKED', 'DEAD', 'CANCELLED'];
 
-/** Claims a message gets before it is DEAD (spec: queue attempts before a task fails). */
+/** Claims a message gets before it is DEAD (docs/api.md "Fixed bounds": attempts before a task fails). */
 export const maxAttempts = 5;
 
 export interface Message {
@@ -55,7 +55,7 @@ export interface Message {
    * has at most one live lease, and a new claim replaces (kills) every older token.
    */
   tokenHash: string | null;
-  /** Who holds (or last held) the claim: recorded on each claim (spec, authentication rule 8). */
+  /** Who holds (or last held) the claim: recorded on each claim (docs/api.md "Authentication and permissions": worker identity). */
   holder: string | null;
   holderSession: string | null;
   leaseExpiresAt: number | null;

@@ -95,7 +95,7 @@ export interface MessageRepository {
    */
   census(limit: number): Promise<MailboxCensus[]>;
   /**
-   * Retention (decisions §9): deletes up to `limit` finished messages (ACKED, DEAD, CANCELLED)
+   * Retention (docs/design/0017-retention.md): deletes up to `limit` finished messages (ACKED, DEAD, CANCELLED)
    * of the given spaces that finished (were last updated) at or before their space's cutoff,
    * payload and all, and says how many. READY and CLAIMED messages are never touched. Rows
    * another transaction holds are skipped (SKIP LOCKED).

@@ -18,7 +18,7 @@ import { governingRun, refuseIfEnded } from '../runs/guard';
 import { together } from '../store/together';
 
 /**
- * Mailboxes and messages with leases (decisions §6): the queue alone. What ends a claim (complete,
+ * Mailboxes and messages with leases (docs/design/0008-tasks-and-deliveries.md): the queue alone. What ends a claim (complete,
  * nack, lease expiry) and moves a task with it lives in core/src/deliveries/lifecycle.ts. Lock order (docs/lock-order.md): a
  * message row first (renew, complete, nack, the expiry sweep), then a mailbox row (a send, also
  * the result a complete publishes). A send locks its mailbox so backlogLimit is exact; recv
@@ -47,7 +47,7 @@ export const readyEvent = (m: Pick<Message, 'id' | 'mailboxId' | 'scopeId' | 'at
 
 /**
  * Creates a mailbox, or returns the existing one of that name when its settings are identical
- * (create-or-get; authentication rule 7 lets a key without resource_config do this).
+ * (create-or-get; the repeat-create rule of docs/api.md "Authentication and permissions" lets a key without resource_config do this).
  */
 export async function createMailbox(ctx: OpContext, body: MailboxCreateBody, canCreate: boolean): Promise<{ created: boolean; view: MailboxView }> {
   const existing = await ctx.tx.mailboxes.getByName(ctx.spaceId, body.name);
@@ -91,7 +91,7 @@ export async function listMailboxes(tx: Tx, spaceId: string, cursor: string | un
 
 /**
  * The mailbox a recv or admit takes from, with the scopes it claims from: the request's scopeId
- * and every group gate scope below it (decisions §6), read in the same round trip. A WORK
+ * and every group gate scope below it (docs/design/0008-tasks-and-deliveries.md), read in the same round trip. A WORK
  * mailbox serves any worker (competing consumers); an INBOX with a recipientId is that
  * recipient's alone: only a holder named recipientId may receive from it, anyone may send to it.
  */
@@ -169,7 +169,7 @@ export async function send(ctx: OpContext, mailboxId: string, body: SendBody | S
 }
 
 /**
- * POST /mailboxes/{id}/messages: send, refused under an ended run (decisions §10). The scope's
+ * POST /mailboxes/{id}/messages: send, refused under an ended run (docs/design/0019-runs.md). The scope's
  * run is read, and locked against its end, in the mailbox's round trip. Only a client's send is
  * refused: a timer armed before its run completed still fires, and a complete still publishes
  * its result (both call send).
@@ -305,7 +305,7 @@ export function checkLease(ctx: OpContext, messageId: string, message: Message |
 
 /**
  * Extends the lease to now + leaseSeconds. Emits message.lease_renewed: leaseExpiresAt is
- * visible in the message list, and decisions §7 wants an event for every observable change;
+ * visible in the message list, and docs/design/0013-events-and-watch.md wants an event for every observable change;
  * the price is that a recv long-polling the mailbox wakes, finds nothing and waits again.
  * `preloaded` is the message as a renew-batch locked it (deliveries/preload.ts).
  */

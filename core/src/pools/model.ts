@@ -1,6 +1,6 @@
 /**
  * Pools and work limits: the countable resources a task names in its requirements and that
- * admission claims together with the task's delivery (decisions §6). Both are a fixed number
+ * admission claims together with the task's delivery (docs/design/0009-pools-and-work-limits.md). Both are a fixed number
  * of units with a count in use; they differ in what a unit means. Times are epoch ms.
  */
 

@@ -24,7 +24,7 @@ export interface Created<T> {
 
 /**
  * Creates a pool, or returns the existing one when a pool of that name has the same capacity
- * (create-or-get; authentication rule 7 lets a key without resource_config do this).
+ * (create-or-get; the repeat-create rule of docs/api.md "Authentication and permissions" lets a key without resource_config do this).
  */
 export async function createPool(ctx: OpContext, body: PoolCreateBody, canCreate: boolean): Promise<Created<PoolView>> {
   const pool: Pool = { ...newRow(ctx, body.name), capacity: body.capacity };

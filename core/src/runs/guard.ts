@@ -4,7 +4,7 @@ import { plantedBugs } from '../planted-bugs';
 import type { Run } from './model';
 
 /**
- * decisions §10: a COMPLETED or CANCELLED run refuses new work under its scopeId. Every request
+ * docs/design/0019-runs.md: a COMPLETED or CANCELLED run refuses new work under its scopeId. Every request
  * that creates work under a scope (a task, a group or its member, a message, a claim, a timer, a
  * reservation, a consumption or waiter, a barrier) reads the scope's run with governingRun,
  * before it takes any other lock (docs/lock-order.md), and refuses with refuseIfEnded. Work

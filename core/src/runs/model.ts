@@ -1,8 +1,8 @@
-/** Runs (decisions §10): a scopeId made explicit. Times are epoch ms from the injected clock. */
+/** Runs (docs/design/0019-runs.md): a scopeId made explicit. Times are epoch ms from the injected clock. */
 export const runStates = ['ACTIVE', 'COMPLETED', 'CANCELLED'] as const;
 export type RunState = (typeof runStates)[number];
 
-/** Child runs per run (spec, Fixed API bounds). */
+/** Child runs per run (docs/api.md "Fixed bounds"). */
 export const childLimitBounds = { min: 1, max: 10_000, default: 1_000 } as const;
 
 export interface Run {

@@ -6,7 +6,7 @@ export interface RunRepository {
   insert(run: Run): Promise<boolean>;
   get(spaceId: string, scopeId: string, options?: LockOptions): Promise<Run | undefined>;
   /**
-   * The run that work under `scopeId` belongs to (decisions §10): the run of that scopeId, else
+   * The run that work under `scopeId` belongs to (docs/design/0019-runs.md): the run of that scopeId, else
    * the nearest run above it through task groups' gate scopes (a gate scope is a child of its
    * group's parentScopeId), at most maxGateLevels up; undefined when there is none (runs are
    * optional). Locked FOR SHARE until the transaction ends: a run's end (any change of its row)

@@ -16,7 +16,7 @@ import { runCancelledReason, type Run } from './model';
 import { addChild, assertRun, endRun } from './rules';
 
 /**
- * Runs (decisions §10). Lock order: a parent run before its child (create), a run before what
+ * Runs (docs/design/0019-runs.md). Lock order: a parent run before its child (create), a run before what
  * lives under it (cancel's cascade: child runs, then each task's delivery and task as
  * deliveries/lifecycle.ts cancelTask takes them). Work under a scopeId with no run is not
  * touched by any of this: runs are optional.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { deliveryView, recvBody } from './messages';
 import { uuid, uuidInput } from './common';
 
-/** The admission request: the receive request plus the mailbox (spec, shared by admit and recv). */
+/** The admission request: the receive request plus the mailbox (docs/api.md "Admission": shared by admit and recv). */
 export const admitBody = recvBody.extend({ mailboxId: uuidInput });
 export type AdmitBody = z.infer<typeof admitBody>;
 

@@ -28,7 +28,7 @@ export const nextEpochBody = z
 export type NextEpochBody = z.infer<typeof nextEpochBody>;
 
 /**
- * A state filter, decisions §5: `state=WAITING` or `state=WAITING,RELEASED`. Undefined when
+ * A state filter, docs/design/0006-wire-shapes.md: `state=WAITING` or `state=WAITING,RELEASED`. Undefined when
  * absent (no filter); duplicates are dropped.
  */
 export function stateFilter<const S extends readonly [string, ...string[]]>(states: S) {

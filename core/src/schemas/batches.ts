@@ -5,7 +5,7 @@ import { errorEnvelope, uuid, uuidInput } from './common';
 import { completeBody, completeReply, deliveryView, messageView, nackBody, nackReply, recvBody, renewBody, renewReply, sendBody } from './messages';
 import { taskSubmitBody, taskSubmitReply } from './tasks';
 
-/** The batch twins of the hot routes (decisions §8): 1 to 100 items, each answered as its single route would. */
+/** The batch twins of the hot routes (docs/design/0015-batches.md): 1 to 100 items, each answered as its single route would. */
 
 const count = (what: string) => z.number().int().min(1).max(maxBatchItems).describe(`How many ${what} at most (1 to ${maxBatchItems})`);
 const items = <T extends z.ZodType>(item: T) => z.array(item).min(1).max(maxBatchItems);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { errorCodes } from '../errors';
 
-/** Wire building blocks shared by every resource (decisions §5). */
+/** Wire building blocks shared by every resource (docs/design/0006-wire-shapes.md). */
 /** Any UUID-shaped id (8-4-4-4-12 hex digits, any version), as clients generate them. */
 export const uuid = z.guid({ message: 'must be a UUID' });
 /** An id sent by a client: read in lower case, the case Baton stores and compares ids in. */
@@ -56,7 +56,7 @@ export const idempotencyHeaders = z.looseObject({
 });
 
 /**
- * The waitMs query of a long-polling GET: 0 to 120,000 in the schema (spec bounds), held at most
+ * The waitMs query of a long-polling GET: 0 to 120,000 in the schema (docs/api.md "Fixed bounds"), held at most
  * `capMs` (longer waits are shortened); 0 or absent answers at once. `until` says what ends it.
  */
 export const longPollQueryWaitMs = (until: string, capMs: number) =>

@@ -5,7 +5,7 @@ import { messageStates } from '../messages/model';
 import { taskStates } from '../tasks/model';
 import { listQuery, pageOf, timestamp, uuid, uuidInput } from './common';
 
-/** Diagnostics (decisions §9; docs/api.md, "Diagnostics"): usage_read, reads only. */
+/** Diagnostics (docs/design/0018-diagnostics.md; docs/api.md, "Diagnostics"): usage_read, reads only. */
 
 const capNote = `counted up to ${diagnosticsCountCap.toLocaleString('en-US')} rows`;
 

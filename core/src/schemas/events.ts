@@ -36,7 +36,7 @@ const checkedBy = (error: (raw: string) => string | null) => (raw: string, ctx: 
   if (message !== null) ctx.addIssue({ code: 'custom', message });
 };
 
-/** The effective cap of a watch's wait, in seconds (spec: 0 to 30). */
+/** The effective cap of a watch's wait, in seconds (docs/api.md "Fixed bounds": 0 to 30). */
 export const maxWatchWaitSeconds = 30;
 
 export const watchQuery = eventsQuery.extend({

@@ -3,7 +3,7 @@ import { backlogLimitBounds, mailboxModes, messageStates } from '../messages/mod
 import { stateFilter } from './barriers';
 import { listQuery, name, pageOf, text, timestamp, uuid, uuidInput, workKey } from './common';
 
-/** The longest a recv holds: the schema takes up to 120,000 ms, longer waits are shortened (spec). */
+/** The longest a recv holds: the schema takes up to 120,000 ms, longer waits are shortened (docs/api.md "Fixed bounds"). */
 export const maxRecvWaitMs = 30_000;
 
 /**

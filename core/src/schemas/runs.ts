@@ -3,7 +3,7 @@ import { childLimitBounds, runStates } from '../runs/model';
 import { listQuery, pageOf, text, timestamp, uuid, uuidInput } from './common';
 import { scopeCountsView } from './diagnostics';
 
-/** Runs (decisions §10; docs/api.md, "Runs"). */
+/** Runs (docs/design/0019-runs.md; docs/api.md, "Runs"). */
 
 export const runCreateBody = z.object({
   scopeId: uuidInput.optional().describe('The scopeId the run makes explicit; a new one when absent'),

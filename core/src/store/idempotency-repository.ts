@@ -1,7 +1,7 @@
 export interface IdempotencyRecord {
   spaceId: string;
   key: string;
-  /** Method, path and canonical body, hashed (decisions §4). */
+  /** Method, path and canonical body, hashed (docs/design/0005-idempotency-keys.md). */
   fingerprint: string;
   statusCode: number;
   body: unknown;

@@ -1,6 +1,6 @@
 import type { Org } from '../tenancy/model';
 
-/** A space as the retention sweep sees it: whose plan sets its window (decisions §9). */
+/** A space as the retention sweep sees it: whose plan sets its window (docs/design/0017-retention.md). */
 export interface RetentionSpace {
   spaceId: string;
   org: Pick<Org, 'plan' | 'limits'>;

@@ -9,7 +9,7 @@ import { governingRun } from '../runs/guard';
 import type { Run } from '../runs/model';
 import { submitWith, type Submitted } from './service';
 
-/** What a submit-batch may still create under its plan's active tasks (decisions §8, §9). */
+/** What a submit-batch may still create under its plan's active tasks (docs/design/0015-batches.md, docs/design/0016-limits-and-retry-after.md). */
 export interface CreateRoom {
   /** Items that may create a task, from the first. */
   room: number;
@@ -18,7 +18,7 @@ export interface CreateRoom {
 }
 
 /**
- * submit-batch (decisions §8): each item as POST /tasks would answer it, in order. The runs of
+ * submit-batch (docs/design/0015-batches.md): each item as POST /tasks would answer it, in order. The runs of
  * the items' scopes, the keys of every item and the mailboxes they name are read in one round
  * trip up front, and kept current as items run: a key an earlier item created is joined by a
  * later one, and a delivery an earlier item sent counts against the backlog limits of the next.

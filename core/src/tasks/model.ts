@@ -1,11 +1,11 @@
-/** Tasks as stored (decisions §6). Times are epoch ms from the injected clock. */
+/** Tasks as stored (docs/design/0008-tasks-and-deliveries.md). Times are epoch ms from the injected clock. */
 export const taskStates = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED'] as const;
 export type TaskState = (typeof taskStates)[number];
 
 export const terminalTaskStates: readonly TaskState[] = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED'];
 export const isTerminalTask = (state: TaskState): boolean => terminalTaskStates.includes(state);
 
-/** Requirements per task (spec limits): at most 4 pools and 4 quotas. */
+/** Requirements per task (docs/api.md "Fixed bounds"): at most 4 pools and 4 quotas. */
 export const maxPoolRequirements = 4;
 export const maxQuotaRequirements = 4;
 
@@ -37,7 +37,7 @@ export interface Task {
   /** The task group the task is a member of (at most one); null when none. */
   groupId: string | null;
   /**
-   * Past its organization's retention window after finishing (decisions §9): input and outcome
+   * Past its organization's retention window after finishing (docs/design/0017-retention.md): input and outcome
    * are cleared (null), state and failureReason stay. Set only by the retention sweep.
    */
   tombstoned: boolean;

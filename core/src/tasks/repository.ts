@@ -41,7 +41,7 @@ export interface TaskRepository {
    */
   claimDeadlinePassed(nowMs: number, limit: number): Promise<Task[]>;
   /**
-   * Retention (decisions §9): tombstones up to `limit` finished tasks of the given spaces that
+   * Retention (docs/design/0017-retention.md): tombstones up to `limit` finished tasks of the given spaces that
    * finished (were last updated) at or before their space's cutoff and are not tombstoned yet:
    * input and outcome cleared, state and failureReason kept. Says how many. PENDING and RUNNING
    * tasks are never touched. Rows another transaction holds are skipped (SKIP LOCKED), so sweeps

@@ -4,7 +4,7 @@ import { canonicalJson } from '../canonical-json';
 import { maxAttempts } from '../messages/model';
 import { isTerminalTask, maxPoolRequirements, maxQuotaRequirements, type Task, type TaskRequirements } from './model';
 
-/** decisions §6: SHA-256 over canonical JSON of mailboxId, input, requirements and workLimit. */
+/** docs/design/0008-tasks-and-deliveries.md: SHA-256 over canonical JSON of mailboxId, input, requirements and workLimit. */
 export function taskFingerprint(mailboxId: string, input: unknown, requirements: TaskRequirements, workLimit: string | null): string {
   return createHash('sha256').update(canonicalJson({ mailboxId, input, requirements, workLimit }), 'utf8').digest('hex');
 }

@@ -23,7 +23,7 @@ import { governingRun, refuseIfEnded } from '../runs/guard';
 import type { Run } from '../runs/model';
 
 /**
- * Tasks without admission (decisions §6). A task's delivery is a message in its mailbox that
+ * Tasks without admission (docs/design/0008-tasks-and-deliveries.md). A task's delivery is a message in its mailbox that
  * carries the taskId; the delivery lifecycle (core/src/deliveries/lifecycle.ts) calls the hooks
  * below inside its own transactions, so a claim, complete, nack or lease expiry moves the task in
  * the same transaction, and evaluates the task's group after it. Lock order (docs/lock-order.md):
@@ -112,7 +112,7 @@ export interface Submitted {
  * submit on what it read: the scope's run (if any), the task of its key (if any) and the mailbox
  * with its backlog. A submit-batch reads those for all its items at once and keeps them current
  * (submitMany). Fails, when it fails, before its first write. Under an ended run every submit is
- * refused, a join of an existing key too (decisions §10).
+ * refused, a join of an existing key too (docs/design/0019-runs.md).
  */
 export async function submitWith(ctx: OpContext, body: TaskSubmitBody, run: Run | undefined, existing: Task | undefined, target: SendTarget | undefined): Promise<Submitted> {
   refuseIfEnded(run, body.scopeId);

@@ -38,7 +38,7 @@ export interface ApiKey {
   revokedAt: number | null;
 }
 
-/** Plan limits of the spec's Limits part; null means no cap. */
+/** Plan limits (docs/api.md "Plans"); null means no cap. */
 export interface PlanLimits {
   operationsPerMonth: number | null;
   agentsAtOnce: number | null;
@@ -64,7 +64,7 @@ export const planLimitFields = [
 ] as const satisfies readonly (keyof PlanLimits)[];
 
 /**
- * Per-space limits (spec, "Per-space limits"): what GET /limits shows and PUT /limits sets.
+ * Per-space limits (docs/api.md "Space limits"): what GET /limits shows and PUT /limits sets.
  * A space stores only what was set; the rest are the defaults. requestsPerMinute defaults to
  * the plan's rate and is capped by it; maxPayloadBytes is capped by the plan's payload size.
  */

@@ -3,8 +3,8 @@ import type { Org, Plan, PlanLimits } from './model';
 const kib64 = 64 * 1024;
 
 /**
- * The spec's plan table. ENTERPRISE is "custom": its defaults are SCALE's, overridden per
- * organization by the operator (decisions §2). Limits not enforced yet are still stored and shown.
+ * The plan table of docs/api.md ("Plans"). ENTERPRISE is "custom": its defaults are SCALE's, overridden per
+ * organization by the operator (docs/design/0003-operator-api.md). Limits not enforced yet are still stored and shown.
  */
 export const planLimits: Record<Plan, PlanLimits> = {
   FREE: { operationsPerMonth: 100_000, agentsAtOnce: 10, spaces: 2, activeRuns: 200, activeTasks: 1_000, apiKeys: 10, requestsPerMinute: 600, payloadBytes: kib64, retentionDays: 7 },

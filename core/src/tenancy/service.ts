@@ -9,7 +9,7 @@ import { isoFromMs } from '../time';
 import { permissions, type ApiKey, type Org, type Plan, type PlanLimits, type Space } from './model';
 import { effectiveLimits } from './plans';
 
-/** Operator operations on organizations, spaces and keys (decisions §2). */
+/** Operator operations on organizations, spaces and keys (docs/design/0003-operator-api.md). */
 
 export interface AdminContext {
   tx: Tx;

@@ -27,7 +27,7 @@ export function spaceLimits(space: Pick<Space, 'limits'>, org: Pick<Org, 'plan' 
   };
 }
 
-/** The spec: "if the plan later has a lower rate, pinned values above it are lowered to it". */
+/** docs/api.md ("Space limits"): a pinned requestsPerMinute above a later, lower plan rate is lowered to it. */
 const capped = (value: number | null, ceiling: number | null): number | null => (value === null || ceiling === null ? value : Math.min(value, ceiling));
 
 /** Defaults for work no request drives (the sweeps), which enforces no space limit. */

@@ -19,7 +19,7 @@ import { governingRun, refuseIfEnded } from '../runs/guard';
 import { together } from '../store/together';
 
 /**
- * Timers (decisions §10): a payload sent to a mailbox once the service clock passes fireAt.
+ * Timers (docs/design/0021-timers.md): a payload sent to a mailbox once the service clock passes fireAt.
  * Lock order (docs/lock-order.md): the timer row first, then (a firing) the mailbox row its send
  * takes. Arm locks no timer row (the timerKey's unique index decides a race), cancel locks the
  * one timer, and the firing sweep claims its timers with SKIP LOCKED, so it never waits on a
@@ -36,7 +36,7 @@ export async function arm(ctx: OpContext, body: TimerArmBody): Promise<{ created
   checkPayloadSize('payload', body.payload, ctx.limits.maxPayloadBytes);
   const asked = { fireAtMs: body.fireAt === undefined ? undefined : msFromIso(body.fireAt), delaySeconds: body.delaySeconds };
   const fingerprint = timerFingerprint({ scopeId: body.scopeId, mailboxId: body.mailboxId, payload: body.payload, ...asked });
-  // The scope's run first, locked against its end: an ended run refuses every arm under it, a repeat too (decisions §10).
+  // The scope's run first, locked against its end: an ended run refuses every arm under it, a repeat too (docs/design/0019-runs.md).
   const [run, existing] = await together(governingRun(ctx, body.scopeId), ctx.tx.timers.getByKey(ctx.spaceId, body.timerKey));
   refuseIfEnded(run, body.scopeId);
   if (existing) return { created: false, view: timerView(sameArm(existing, fingerprint)) };

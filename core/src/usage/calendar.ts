@@ -1,5 +1,5 @@
 /**
- * The calendar windows of decisions §9, on the service clock (UTC): request rates count per
+ * The calendar windows of docs/design/0016-limits-and-retry-after.md, on the service clock (UTC): request rates count per
  * calendar minute, operations per calendar month. Months are named 'YYYY-MM'.
  */
 const minuteMs = 60_000;

@@ -1,5 +1,5 @@
 /**
- * What the limits of decisions §9 keep in the store, shared by every server: operations per
+ * What the limits of docs/design/0016-limits-and-retry-after.md keep in the store, shared by every server: operations per
  * organization per month, each server's request count per organization for the current minute,
  * and the load counts (active tasks, live leases) that PLAN_LIMIT_REACHED and
  * CONCURRENCY_LIMITED compare against. None of it is read or written on a request's path: each
@@ -8,9 +8,9 @@
 export interface OrgLoad {
   /** Tasks PENDING or RUNNING: counted as tasks whose delivery is READY or CLAIMED (the same thing, on an index requests keep anyway). */
   activeTasks: number;
-  /** Leases held at once (spec, "Agents working at once"): CLAIMED messages, pool units in use and live claims. */
+  /** Leases held at once (docs/api.md "Limits": agents working at once): CLAIMED messages, pool units in use and live claims. */
   liveLeases: number;
-  /** Runs ACTIVE (decisions §10): the plan's active runs. */
+  /** Runs ACTIVE (docs/design/0019-runs.md): the plan's active runs. */
   activeRuns: number;
 }
 

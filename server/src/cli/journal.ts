@@ -7,7 +7,7 @@ export interface TailOptions {
   follow?: boolean;
 }
 
-/** The longest wait the server grants a watch (spec: 0 to 30 s). */
+/** The longest wait the server grants a watch (docs/api.md "Fixed bounds": 0 to 30 s). */
 const followWaitSeconds = 30;
 
 /**

@@ -5,8 +5,8 @@ import { CliFailure, defaultUrl, type CliReply } from './http';
 import { tailJournal } from './journal';
 
 /**
- * `baton-server`: starts the server and runs an operator's first hour from the shell (decisions
- * §2, §11). Replies print as JSON on stdout. Exit codes: 0 success, 1 an error reply or the
+ * `baton-server`: starts the server and runs an operator's first hour from the shell (see
+ * docs/design/0003-operator-api.md, docs/design/0022-one-team-defaults.md). Replies print as JSON on stdout. Exit codes: 0 success, 1 an error reply or the
  * server out of reach, 2 a usage mistake or a missing setting.
  */
 export interface CliIo {

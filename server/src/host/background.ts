@@ -12,7 +12,7 @@ const cascadeTransactionsPerCall = 50;
 const batchSize = 100;
 
 /**
- * Retention (decisions §9) deletes in batches of this many rows, at most this many batches a
+ * Retention (docs/design/0017-retention.md) deletes in batches of this many rows, at most this many batches a
  * pass: a backlog (a server down for days) drains over several passes, in short transactions.
  */
 const purgeBatchSize = 500;
@@ -26,7 +26,7 @@ const purgeBatchesPerPass = 20;
  * (retention.ts).
  * Safe on any number of servers at once: each batch is claimed with SKIP LOCKED.
  *
- * The loop itself runs on `realTime`, the wall clock (decisions §11): on a manual clock it still
+ * The loop itself runs on `realTime`, the wall clock (docs/design/0023-service-clock.md): on a manual clock it still
  * runs every interval, so what follows from a request without depending on time (a cancelled
  * run's cascade) happens without the clock moving; what is due by the service clock waits for it.
  */

@@ -1,7 +1,7 @@
 import { effectiveLimits, type Org, type Plan, type PlanLimits, type Space } from '@baton/core';
 import type { DevCredentials } from './bootstrap';
 
-/** What the start-up banner tells: everything a first snippet needs (decisions §11). */
+/** What the start-up banner tells: everything a first snippet needs (docs/design/0022-one-team-defaults.md). */
 export interface BannerFacts {
   address: string;
   /** The organization, space and key bootstrap created just now (first start on an empty store). */

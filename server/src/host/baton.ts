@@ -24,15 +24,15 @@ export interface Baton {
   /** Webhook delivery (server/src/webhooks/dispatcher.ts): main.ts starts its timer; runDueWork runs it once. */
   webhooks: WebhookDispatcher;
   /**
-   * Publishes this server's request counts and operations and reads the other servers' (decisions
-   * §9): main.ts starts its timer; runDueWork runs it once; drainAndClose runs it a last time.
+   * Publishes this server's request counts and operations and reads the other servers' (see
+   * docs/design/0016-limits-and-retry-after.md): main.ts starts its timer; runDueWork runs it once; drainAndClose runs it a last time.
    */
   limitsSync: LimitsSync;
   devCredentials: DevCredentials | undefined;
   /** Set with a metrics token: the registry behind GET /metrics and its census sampler (sampleNow, for tests). */
   metrics: BatonMetrics | undefined;
   /**
-   * SIGTERM's path (decisions §1): readiness false, long polls released, in-flight requests
+   * SIGTERM's path (docs/design/0002-graceful-drain.md): readiness false, long polls released, in-flight requests
    * finish. The store stays open: whoever opened it closes it.
    */
   drainAndClose(): Promise<void>;
@@ -66,7 +66,7 @@ export interface BatonOptions {
   limitsSyncIntervalMs?: number;
   /**
    * Real time: what the background loops (sweeps, limits sync, webhook interval) and the
-   * credential cache's expiry are timed by, whatever `clock` is (decisions §11: the manual clock
+   * credential cache's expiry are timed by, whatever `clock` is (docs/design/0023-service-clock.md: the manual clock
    * moves only what depends on time). Default the wall clock; the simulator passes its virtual
    * clock so a run stays a function of its seed.
    */

@@ -19,7 +19,7 @@ describe('dev bootstrap', () => {
     expect(await store.read((tx) => tx.orgs.count())).toBe(1);
   });
 
-  it('puts the organization on ENTERPRISE with no caps on operations, rate, agents, active runs or active tasks (decisions §11)', async () => {
+  it('puts the organization on ENTERPRISE with no caps on operations, rate, agents, active runs or active tasks (docs/design/0022-one-team-defaults.md)', async () => {
     const store = new MemoryStore();
     const dev = await bootstrapDev(store, 0, new SeededRandom(7));
     const org = await store.read((tx) => tx.orgs.get(dev!.orgId));

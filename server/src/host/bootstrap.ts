@@ -12,7 +12,7 @@ export interface DevCredentials {
 }
 
 /**
- * decisions §11: one team on one machine is not held back by a hosted plan's caps. ENTERPRISE
+ * docs/design/0022-one-team-defaults.md: one team on one machine is not held back by a hosted plan's caps. ENTERPRISE
  * takes custom limits; these lift every cap that can be lifted (payload size and retention are
  * numbers on every plan, and stay ENTERPRISE's).
  */
@@ -34,7 +34,7 @@ export const uncappedLimits: Partial<PlanLimits> = {
 export const uncappedSpaceBacklog = 100_000;
 
 /**
- * decisions §1 and §11: on a store with no organization, create organization `dev` on `plan`
+ * docs/design/0001-workspaces-and-start-up.md, docs/design/0022-one-team-defaults.md: on a store with no organization, create organization `dev` on `plan`
  * (ENTERPRISE with no caps unless told otherwise), space `default` and one key with all four
  * permissions. Returns undefined when the store already has an organization.
  */

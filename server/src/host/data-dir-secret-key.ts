@@ -5,7 +5,7 @@ import { parseSecretKey, SealError, secretKeyBytes } from '../webhooks/seal';
 
 /**
  * On the embedded store, a missing BATON_SECRET_KEY is generated once and kept in the data
- * directory (decisions §11), so webhooks work on `npm start` without a setting. PostgreSQL keeps
+ * directory (docs/design/0022-one-team-defaults.md), so webhooks work on `npm start` without a setting. PostgreSQL keeps
  * requiring the variable: there several servers share one database and must share its key, and
  * no one server's disk is the place for it. The key sits beside the data it seals, so a copy of
  * the directory carries both: fine for development, which is what the embedded store is for.

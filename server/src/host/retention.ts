@@ -1,9 +1,9 @@
 import { assert, effectiveLimits, plantedBugs, type Clock, type RetentionSpace, type SpaceCutoff, type Store, type Tx } from '@baton/core';
 
 const dayMs = 24 * 60 * 60 * 1000;
-/** The journal keeps the longer of the plan window and this (decisions §9). */
+/** The journal keeps the longer of the plan window and this (docs/design/0017-retention.md). */
 export const journalMinimumRetentionDays = 30;
-/** Webhook delivery audit, whatever the plan (decisions §9). */
+/** Webhook delivery audit, whatever the plan (docs/design/0017-retention.md). */
 export const deliveryAuditRetentionDays = 365;
 
 export interface RetentionBounds {
@@ -19,7 +19,7 @@ export interface RetentionBounds {
 export const defaultRetentionBounds: RetentionBounds = { spacesPerPass: 200, batchSize: 500, batchesPerPass: 20 };
 
 /**
- * Retention past the plan window (decisions §9), apart from idempotency (background.ts) and
+ * Retention past the plan window (docs/design/0017-retention.md), apart from idempotency (background.ts) and
  * usage: finished tasks tombstoned, finished messages and ended claims deleted after the
  * organization's plan window (a claim key's fencing sequence stays), journal events after the longer of it and 30 days, webhook delivery audit after 365 days.
  *

@@ -76,7 +76,7 @@ export async function buildApp(deps: AppDeps, logger: Logger | false = false, ti
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
-    // decisions §3: a draining server takes no new call (one on a connection still open, or an
+    // docs/design/0002-graceful-drain.md: a draining server takes no new call (one on a connection still open, or an
     // inject); requests already running finish. Health checks still answer: /readyz says why.
     if (deps.drain.draining && !servedWhileDraining.has(request.routeOptions.url ?? '')) throw draining;
   });

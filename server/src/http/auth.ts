@@ -14,7 +14,7 @@ export interface RouteAccess {
   /** Any one of these permissions admits the call. */
   anyOf: Permission[];
   /**
-   * A create route under authentication rule 7: a key without the permission may still repeat
+   * A create route under the repeat-create rule (docs/api.md "Authentication and permissions"): a key without the permission may still repeat
    * the create of an identical existing resource, so the handler makes the final decision.
    */
   repeatCreate?: boolean;

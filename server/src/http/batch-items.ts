@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { validationFailed } from './validation-error';
 
 /**
- * Batch items judged one by one (decisions §8): a batch is refused whole only when its body is
+ * Batch items judged one by one (docs/design/0015-batches.md): a batch is refused whole only when its body is
  * not a list of 1 to 100 objects; each object is then held to its single route's schema, and one
  * that fails gets that route's 400 as its own item reply while its neighbours go on.
  */

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 
-/** decisions §11: the most of a body over the limit that is read (and thrown away) before its 413. */
+/** docs/design/0024-oversized-bodies.md: the most of a body over the limit that is read (and thrown away) before its 413. */
 export const maxDrainBytes = 16 * 1024 * 1024;
 
 /** A client that stops sending mid-body is not waited for longer than this. */

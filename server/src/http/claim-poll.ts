@@ -33,7 +33,7 @@ export async function holdingLeases<T>(deps: AppDeps, request: FastifyRequest, w
 /**
  * The long poll of a claim route (recv, admit and their batch twins): each try is an operation of
  * its own transaction, answering 200 with what it claimed or 204 (not stored under the
- * Idempotency-Key, decisions §4, so a retry with the key tries again), repeated until it claims or
+ * Idempotency-Key, docs/design/0005-idempotency-keys.md, so a retry with the key tries again), repeated until it claims or
  * `waitMs` ends. It parks on `firstTopics` (the ready topics of the request's scope) before the
  * first try, then on what each empty try names: the gate scopes below it, the resources found short.
  * Each try claims at most the deliveries its lease hold allows of `wanted` (`hold.deliveries`), and

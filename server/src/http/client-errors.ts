@@ -7,7 +7,7 @@ import type { ErrorBody } from './error-handler';
  * Node's HTTP server refuses some requests before Fastify sees them: headers over its 16 KiB
  * (431), a request whose headers do not arrive in time (408), bytes that are not HTTP (400). By
  * default those answers had bodies of Fastify's own and no X-Request-Id. Here they wear the
- * envelope (decisions §3) like every other reply: VALIDATION_FAILED, with Node's status kept,
+ * envelope (docs/design/0004-error-codes.md) like every other reply: VALIDATION_FAILED, with Node's status kept,
  * since it says more than 400 to a proxy or an HTTP library.
  */
 export function clientErrorHandler(newRequestId: () => string) {

@@ -18,7 +18,7 @@ export const credentialsTopic = 'credentials:changed';
  * stranger's guesses always reach the store. A look-up that raced a change is not kept either:
  * `generation` moves on every clear, and put() drops what was read before the last one.
  *
- * Entries expire on `realTime`, the wall clock, not the service clock (decisions §11: caches
+ * Entries expire on `realTime`, the wall clock, not the service clock (docs/design/0023-service-clock.md: caches
  * expire on real time), so a manual clock that never moves does not keep them forever.
  */
 export class CredentialCache {

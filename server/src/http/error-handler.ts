@@ -22,7 +22,7 @@ export function sendError(reply: FastifyReply, error: BatonError): FastifyReply 
 }
 
 /**
- * decisions §9: whole seconds, at least 1, rounded up so a client that waits them finds the
+ * docs/design/0016-limits-and-retry-after.md: whole seconds, at least 1, rounded up so a client that waits them finds the
  * window or cooldown over. 1 when the refusal names no end (BACKLOG_FULL, UNAVAILABLE, and a
  * replayed 429, whose stored reply keeps no time).
  */
@@ -30,7 +30,7 @@ export function retryAfterSeconds(retryAfterMs: number | undefined): string {
   return String(Math.max(1, Math.ceil((retryAfterMs ?? 0) / 1000)));
 }
 
-/** decisions §3: the write may or may not have committed, so the retry must carry the same key. */
+/** docs/design/0004-error-codes.md: the write may or may not have committed, so the retry must carry the same key. */
 const storeUnavailable = new BatonError(
   'UNAVAILABLE',
   'the store cannot be reached; retry after Retry-After seconds with the same Idempotency-Key (the write may or may not have committed)',
@@ -41,7 +41,7 @@ export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler(async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const known = toBatonError(error);
     if (known.code === 'INTERNAL') request.log.error({ err: error }, 'unexpected error');
-    // decisions §11: the 413 goes out once the client has sent its body, so it can read it.
+    // docs/design/0024-oversized-bodies.md: the 413 goes out once the client has sent its body, so it can read it.
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await drainBody(request.raw);
     return sendError(reply, known);
   });

@@ -1,9 +1,9 @@
 import type { ErrorCode } from '@baton/core';
 
 /**
- * decisions.md §3 as a table: each code's HTTP status, and whether an idempotent reply of it
+ * docs/design/0004-error-codes.md as a table: each code's HTTP status, and whether an idempotent reply of it
  * is stored. Codes raised before an operation runs (authentication, permission, validation,
- * rate and plan limits, in-flight and reuse of a key) and 5xx are never stored (decisions §4).
+ * rate and plan limits, in-flight and reuse of a key) and 5xx are never stored (docs/design/0005-idempotency-keys.md).
  */
 export const errorTable: Record<ErrorCode, { status: number; stored: boolean }> = {
   UNAUTHENTICATED: { status: 401, stored: false },

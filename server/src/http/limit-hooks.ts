@@ -13,7 +13,7 @@ declare module 'fastify' {
 
 /** Rule 4 gives back an empty claim only when it waited at least this long. */
 const givenBackAfterWaitMs = 1_000;
-/** A batch holds at most this many items (decisions §8); a longer one fails validation after being counted as this many. */
+/** A batch holds at most this many items (docs/design/0015-batches.md); a longer one fails validation after being counted as this many. */
 const maxBatchItems = 100;
 
 /**
@@ -44,7 +44,7 @@ export function recordCall(deps: AppDeps, request: FastifyRequest, result: CallR
   deps.limits.record(principal.org.id, policyOf(request.method, request.routeOptions.url ?? ''), result, request.rateTicket, deps.clock.now());
 }
 
-/** A batch counts as its items (decisions §8); everything else as one request. */
+/** A batch counts as its items (docs/design/0015-batches.md); everything else as one request. */
 function unitsOf(request: FastifyRequest, policy: RoutePolicy): number {
   if (policy.itemsField === undefined) return 1;
   const items = (request.body as Record<string, unknown> | undefined)?.[policy.itemsField];

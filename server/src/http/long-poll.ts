@@ -3,7 +3,7 @@ import { isReadyTopic } from '@baton/core';
 import type { AppDeps } from './deps';
 import { HorizonRechecks } from '../notify/horizon-rechecks';
 
-/** The effective cap of a long poll: longer waits are shortened to it (spec, fixed API bounds). */
+/** The effective cap of a long poll: longer waits are shortened to it (docs/api.md "Fixed bounds"). */
 export const maxLongPollMs = 30_000;
 
 /** What a long poll may add to topics and the clock. */

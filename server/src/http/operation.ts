@@ -6,7 +6,7 @@ import { errorTable } from './error-status';
 import type { AppDeps } from './deps';
 import { recordCall } from './limit-hooks';
 
-/** decisions §4: replies are replayable for 24 hours. */
+/** docs/design/0005-idempotency-keys.md: replies are replayable for 24 hours. */
 export const replayWindowMs = 24 * 60 * 60 * 1000;
 
 export interface OperationResult {
@@ -24,7 +24,7 @@ export interface Outcome extends OperationResult {
 
 /**
  * Runs one state-changing operation of a space in one transaction, with idempotency
- * (decisions §4). The operation's reply is stored in the same transaction as its effect; a
+ * (docs/design/0005-idempotency-keys.md). The operation's reply is stored in the same transaction as its effect; a
  * business error rolls the effect back and its reply is stored in a transaction of its own,
  * so the happy path pays nothing extra. Operations are metered here (limit-hooks.ts recordCall):
  * this is the one place that knows an operation really ran (not a replay).
@@ -47,7 +47,7 @@ function acknowledgingFirst(reply: FastifyReply, operation: Operation): Operatio
 /**
  * runOperation without the reply: the outcome, for routes that try an operation more than once
  * (recv long-polls by repeating its claim). `keep` says whether a result is stored under the
- * Idempotency-Key; an empty recv or admit (204) is not (decisions §4), so a retry with the same
+ * Idempotency-Key; an empty recv or admit (204) is not (docs/design/0005-idempotency-keys.md), so a retry with the same
  * key tries again instead of replaying "nothing".
  */
 export async function attemptOperation(
@@ -81,7 +81,7 @@ export async function attemptOperation(
       if (key !== undefined && keep(result)) await tx.idempotency.put({ spaceId, key, fingerprint, statusCode: result.statusCode, body: result.body, createdAt: nowMs });
       return { ...result, replayed: false };
     });
-    // Counted once committed, and only here: replays and failures are not operations (spec, Operations).
+    // Counted once committed, and only here: replays and failures are not operations (docs/api.md "Limits").
     recordCall(deps, request, outcome);
   } catch (error) {
     if (error instanceof Replay) return error.outcome;
@@ -100,7 +100,7 @@ class Replay extends Error {
 
 /**
  * Stores a business error's reply whole, requestId included: a replay answers the first reply
- * byte for byte (issue 16), and sendOutcome makes its X-Request-Id that same id (decisions §3).
+ * byte for byte (issue 16), and sendOutcome makes its X-Request-Id that same id (docs/design/0004-error-codes.md).
  */
 async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fingerprint: string, nowMs: number, error: BatonError, requestId: string): Promise<Outcome> {
   const statusCode = errorTable[error.code].status;
@@ -155,7 +155,7 @@ function idempotencyKey(request: FastifyRequest, required: boolean): string | un
   return key;
 }
 
-/** Method, path (without query) and canonical JSON body, hashed (decisions §4). */
+/** Method, path (without query) and canonical JSON body, hashed (docs/design/0005-idempotency-keys.md). */
 function fingerprintOf(request: FastifyRequest): string {
   const path = request.url.split('?')[0];
   return createHash('sha256').update(`${request.method} ${path} ${canonicalJson(request.body ?? null)}`).digest('hex');

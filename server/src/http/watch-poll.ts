@@ -27,7 +27,7 @@ export function watchPoll(deps: AppDeps, request: WatchRequest): Promise<WatchPa
   const { spaceId, filter, limit } = request;
   let cursor = request.cursor;
   // A hold reads several times; the page answered is the last read's, but the client's cursor
-  // was judged by the first: a truncation found by any read stays on the answer (decisions §9).
+  // was judged by the first: a truncation found by any read stays on the answer (docs/design/0017-retention.md).
   let truncated = false;
   const read = async (): Promise<WatchPage> => {
     const page = await deps.store.read((tx) => readWatchPage(tx, spaceId, cursor, filter, limit));

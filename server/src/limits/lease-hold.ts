@@ -1,7 +1,7 @@
 import { assert, type LeaseRoom } from '@baton/core';
 
 /**
- * The leases one claim try holds on this server (decisions §9, agents at once, counted item by
+ * The leases one claim try holds on this server (docs/design/0016-limits-and-retry-after.md, agents at once, counted item by
  * item). It starts with the deliveries the try may claim set aside; admission takes from it what
  * a candidate would hand out (itself and its pool units, LeaseRoom), from what is set aside first,
  * then from what the organization has left, which it then sets aside too. What a try sets aside

@@ -7,14 +7,14 @@ import type { UsageLedger } from './usage-ledger';
  * How often a server publishes its counts and reads the others'. The organization's request rate
  * holds across servers to within this much of the other servers' traffic (less: request-rate.ts
  * carries their counts forward at their last rate), a crash loses at most this much of the
- * operations count, and the load counts are this old at most (decisions §9 allows one second for
+ * operations count, and the load counts are this old at most (docs/design/0016-limits-and-retry-after.md allows one second for
  * each). One transaction of five statements per interval per server, whatever the request rate.
  */
 export const defaultSyncIntervalMs = 250;
 
 /** Request-minute rows older than this are history nobody reads; each sync deletes a few. */
 const requestMinutesKept = 5;
-/** Usage records are kept 400 days (decisions §9). */
+/** Usage records are kept 400 days (docs/design/0017-retention.md). */
 const usageRetentionMs = 400 * 24 * 60 * 60 * 1000;
 const purgeBatchSize = 500;
 
@@ -39,7 +39,7 @@ export class LimitsSync {
     private readonly logger: Logger | undefined,
     private readonly intervalMs = defaultSyncIntervalMs,
     /**
-     * What the loop is timed by: real time, not the service clock (decisions §11), so on a manual
+     * What the loop is timed by: real time, not the service clock (docs/design/0023-service-clock.md), so on a manual
      * clock the load counts still refresh every interval. Tests and the simulator inject their own.
      */
     private readonly realTime: Clock = new SystemClock(),

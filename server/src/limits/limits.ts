@@ -4,7 +4,7 @@ import { RequestRate, type RateTicket } from './request-rate';
 import type { RoutePolicy } from './route-policy';
 import { UsageLedger } from './usage-ledger';
 
-/** decisions §9: CONCURRENCY_LIMITED and PLAN_LIMIT_REACHED say come back in one second. */
+/** docs/design/0016-limits-and-retry-after.md: CONCURRENCY_LIMITED and PLAN_LIMIT_REACHED say come back in one second. */
 const loadRetryMs = 1_000;
 
 /** What a reply said, as far as the limits care (items: a batch's, when its body has them). */
@@ -14,7 +14,7 @@ export interface CallResult {
 }
 
 /**
- * The limits of the spec's Limits part and decisions §9, decided in memory on every call:
+ * The limits of docs/api.md ("Plans", "Limits") and docs/design/0016-limits-and-retry-after.md, decided in memory on every call:
  * request rates (organization and space, the recovery reserve and the give-backs), Free's monthly
  * operations, agents at once and active tasks. Counts come from this server and, for what other
  * servers did, from LimitsSync, at most one sync interval old; nothing here touches the store.
@@ -43,7 +43,7 @@ export class Limits {
     const load = this.ledger.loadOf(org.id);
     if (policy.claims && plan.agentsAtOnce !== null && this.leasesLeft(org.id, plan.agentsAtOnce) < 1) throw this.concurrencyLimited(org);
     // A submit-batch is refused whole only when not one of its items could create a task; the
-    // room left is then for its items, one by one (taskRoom, decisions §8).
+    // room left is then for its items, one by one (taskRoom, docs/design/0015-batches.md).
     if (policy.createsTasks && plan.activeTasks !== null && load.activeTasks >= plan.activeTasks) throw activeTasksReached(load.activeTasks, plan.activeTasks);
     if (policy.createsRuns && plan.activeRuns !== null && load.activeRuns + 1 > plan.activeRuns) {
       throw new BatonError('PLAN_LIMIT_REACHED', `active runs: the organization has ${load.activeRuns} ACTIVE, its plan allows ${plan.activeRuns}`, undefined, loadRetryMs);
@@ -61,7 +61,7 @@ export class Limits {
     const cap = effectiveLimits(org).agentsAtOnce;
     if (cap === null) return new LeaseHold(wanted, () => Number.POSITIVE_INFINITY, () => undefined);
     const left = () => this.leasesLeft(org.id, cap);
-    // The planted bug: a batch held as one lease, as if its check were a single call's (decisions §8 says item by item).
+    // The planted bug: a batch held as one lease, as if its check were a single call's (docs/design/0015-batches.md says item by item).
     const deliveries = plantedBugs.has('batch-claims-past-agents-at-once') ? (left() >= 1 ? wanted : 0) : Math.min(wanted, left());
     if (deliveries < 1) throw this.concurrencyLimited(org);
     this.ledger.holdLeases(org.id, deliveries);
@@ -79,7 +79,7 @@ export class Limits {
   }
 
   /**
-   * How many more tasks the organization may create now (decisions §9, active tasks), as this
+   * How many more tasks the organization may create now (docs/design/0016-limits-and-retry-after.md, active tasks), as this
    * server counts them; undefined when its plan has no cap. A submit-batch creates at most this
    * many, and answers its further creating items PLAN_LIMIT_REACHED, as POST /tasks would.
    */
@@ -97,7 +97,7 @@ export class Limits {
     if (policy.createsTasks) this.ledger.addLoad(orgId, { activeTasks: itemsCreated(result) });
     if (policy.createsRuns) this.ledger.addLoad(orgId, { activeRuns: itemsCreated(result) });
     if (ticket && policy.renews) this.rate.giveBack(ticket, Math.min(ticket.units, succeeded));
-    // A claim batch counts as its deliveries (decisions §8): the first was taken on the way in.
+    // A claim batch counts as its deliveries (docs/design/0015-batches.md): the first was taken on the way in.
     if (ticket && policy.claims && succeeded > ticket.units) this.rate.charge(ticket, succeeded - ticket.units);
     return operations;
   }
@@ -108,7 +108,7 @@ export class Limits {
   }
 
   private checkOperations(org: Org, perMonth: number | null, nowMs: number): void {
-    // Paid plans are counted, never stopped (spec, Operations).
+    // Paid plans are counted, never stopped (docs/api.md "Limits").
     if (org.plan !== 'FREE' || perMonth === null || plantedBugs.has('operations-stop-ignored')) return;
     const used = this.ledger.operationsOf(org.id, nowMs);
     if (used < perMonth) return;
@@ -116,7 +116,7 @@ export class Limits {
   }
 }
 
-/** PLAN_LIMIT_REACHED for active tasks, come back in a second (decisions §9). */
+/** PLAN_LIMIT_REACHED for active tasks, come back in a second (docs/design/0016-limits-and-retry-after.md). */
 export function activeTasksReached(active: number, cap: number): BatonError {
   return new BatonError('PLAN_LIMIT_REACHED', `active tasks: the organization has ${active} PENDING or RUNNING, its plan allows ${cap}`, undefined, loadRetryMs);
 }
@@ -129,7 +129,7 @@ function itemsSucceeded(result: CallResult): number {
   return items.filter((item) => !hasStatus(item) || (item.status >= 200 && item.status < 300)).length;
 }
 
-/** A claim's leases (decisions §9): each delivery claimed and each pool unit admitted with it; a claim's grant is one. */
+/** A claim's leases (docs/design/0016-limits-and-retry-after.md): each delivery claimed and each pool unit admitted with it; a claim's grant is one. */
 function leasesHandedOut(result: CallResult): number {
   if (result.statusCode < 200 || result.statusCode >= 300 || result.statusCode === 204) return 0;
   const claimed = itemsOf(result.body) ?? [result.body];

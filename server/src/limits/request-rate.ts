@@ -1,12 +1,12 @@
 import { assert, minuteOf, plantedBugs } from '@baton/core';
 
-/** decisions §9: ordinary calls are refused once 80 % of a minute's limit is used; the rest is kept for recovery calls. */
+/** docs/design/0016-limits-and-retry-after.md: ordinary calls are refused once 80 % of a minute's limit is used; the rest is kept for recovery calls. */
 export const ordinaryShare = 0.8;
 
 export interface RateLimits {
   /** The organization's requests per minute across every server (null: no cap). */
   orgPerMinute: number | null;
-  /** The space's requestsPerMinute, enforced by each server alone (spec, Request rate 3). */
+  /** The space's requestsPerMinute, enforced by each server alone (docs/api.md "Limits"). */
   spacePerMinute: number | null;
 }
 
@@ -27,7 +27,7 @@ interface OthersSample {
   sinceMs: number;
 }
 
-/** What one admitted call took, so that its give-back (spec, Request rate 4) returns it to the same minute. */
+/** What one admitted call took, so that its give-back (docs/api.md "Limits") returns it to the same minute. */
 export interface RateTicket {
   minute: number;
   orgId: string;
@@ -82,7 +82,7 @@ export class RequestRate {
     if (units > 0 && ticket.minute === this.minute) this.add(ticket.orgId, ticket.spaceId, units);
   }
 
-  /** Returns `units` of a ticket (rule 4's give-backs); a ticket of a minute already over has nothing to return to. */
+  /** Returns `units` of a ticket (the give-backs of docs/api.md "Limits"); a ticket of a minute already over has nothing to return to. */
   giveBack(ticket: RateTicket, units: number): void {
     assert(units >= 0 && units <= ticket.units, `give-back of ${units} from a ticket of ${ticket.units}`);
     if (units === 0 || ticket.minute !== this.minute) return;

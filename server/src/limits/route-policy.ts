@@ -1,5 +1,5 @@
 /**
- * How each /v1 route meets the limits of decisions §9 and the spec's Limits part, in one table so
+ * How each /v1 route meets the limits of docs/design/0016-limits-and-retry-after.md and docs/api.md "Limits", in one table so
  * the rate policy reads in one place. Routes not named here are ordinary: a GET is a read, any
  * other method is work. route-policy.test.ts holds every registered route to this table.
  */
@@ -8,7 +8,7 @@ export interface RoutePolicy {
   recovery: boolean;
   /** Reads are never operations and pass the monthly stop. */
   read: boolean;
-  /** Where a batch names its items, counted as that many requests (decisions §8). */
+  /** Where a batch names its items, counted as that many requests (docs/design/0015-batches.md). */
   itemsField?: 'tasks' | 'messages' | 'items';
   /** A route that takes leases (recv, admit, their batches, claims): CONCURRENCY_LIMITED applies; an empty long poll is given back. */
   claims?: boolean;
@@ -16,7 +16,7 @@ export interface RoutePolicy {
   createsTasks?: boolean;
   /** Creates runs, so the plan's active runs apply (PLAN_LIMIT_REACHED). */
   createsRuns?: boolean;
-  /** Lease renewals: not operations, and given back to the rate when they succeed (spec, Request rate 4). */
+  /** Lease renewals: not operations, and given back to the rate when they succeed (docs/api.md "Limits"). */
   renews?: boolean;
 }
 

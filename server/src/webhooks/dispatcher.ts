@@ -96,7 +96,7 @@ export class WebhookDispatcher {
     private readonly notifier?: Notifier,
     /**
      * What the loop's interval and the following of spaces are timed by: real time, not the
-     * service clock (decisions §11). Due attempts, leases and retries stay on `clock`.
+     * service clock (docs/design/0023-service-clock.md). Due attempts, leases and retries stay on `clock`.
      */
     private readonly realTime: Clock = new SystemClock(),
   ) {}

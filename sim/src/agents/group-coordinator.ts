@@ -26,7 +26,7 @@ interface GroupView {
 }
 
 /**
- * A coordinator (decisions §6) fans work out as a task group on the task mailbox, under the
+ * A coordinator (docs/design/0010-task-groups.md) fans work out as a task group on the task mailbox, under the
  * scope the task workers admit on (parentScopeId), so the runtime workers complete and nack
  * its members under the run's faults. Then it races: verdicts on terminal members (mostly the
  * right ones, now and then a wrong one that must answer 409), a close or seal at a random

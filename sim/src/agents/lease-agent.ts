@@ -19,7 +19,7 @@ export const maxLeaseSeconds = 10;
  * An agent of the crowded tenant (a Free organization, 10 agents at once, rate and month to
  * spare): submits tasks by submit-batch, a third of them needing 1 to 3 pool units, and claims
  * them by admit-batch, recv-batch, admit and recv, asking for up to three times what its plan lets
- * the organization hold at once (decisions §8, §9: every delivery and pool unit a batch hands out
+ * the organization hold at once (docs/design/0015-batches.md, docs/design/0016-limits-and-retry-after.md: every delivery and pool unit a batch hands out
  * is a lease). It keeps what it got 0 to 3 s, then completes it in one complete-batch, or now and
  * then leaves it to run out. Each call is sent once, never retried; the other lease agents do the
  * same at the same time, so batches meet at the limit.

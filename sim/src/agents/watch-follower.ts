@@ -1,7 +1,7 @@
 import { Agent, type Current } from './agent';
 import type { SeenEvent } from './watcher';
 
-/** A watch filter as GET /watch takes it (decisions §7): event types and prefixes, an aggregate. */
+/** A watch filter as GET /watch takes it (docs/design/0013-events-and-watch.md): event types and prefixes, an aggregate. */
 export interface WatchFilter {
   /** Comma-separated types; `prefix.*` matches every type under the prefix. */
   types?: string;

@@ -1,5 +1,5 @@
 /**
- * The plan's agents at once (decisions §9), counted lease by lease (decisions §8: a batch's every
+ * The plan's agents at once (docs/design/0016-limits-and-retry-after.md), counted lease by lease (docs/design/0015-batches.md: a batch's every
  * delivery and pool unit): after every step, the organization's live leases, as the store counts
  * them, are within the limit.
  */

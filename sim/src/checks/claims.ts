@@ -1,7 +1,7 @@
 import type { JournalEvent } from '@baton/core';
 
 /**
- * Claims (decisions §10), checked against what the claim agents were told and the store's
+ * Claims (docs/design/0020-claims.md), checked against what the claim agents were told and the store's
  * journal (`claim.*` events, in commit order):
  * - at any instant at most one live claim per key: a claim's live interval is [acquired,
  *   min(its end event, its leaseExpiresAt as last renewed)], and an acquisition of a key comes

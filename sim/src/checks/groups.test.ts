@@ -89,7 +89,7 @@ describe('task group journal replay', () => {
 
 describe('the rule oracle', () => {
   const rule = (condition: 'FIRST_ACCEPTED' | 'N_ACCEPTED' | 'ALL_TERMINAL', threshold: number | null, expectedMembers: number | null = null) => ({ condition, threshold, expectedMembers, deadlineMs: null });
-  it('decides as decisions §6 says', () => {
+  it('decides as docs/design/0010-task-groups.md says', () => {
     expect(ruleSays(rule('N_ACCEPTED', 2), false, [{ verdict: 'ACCEPTED', taskState: 'SUCCEEDED' }, { verdict: 'ACCEPTED', taskState: 'SUCCEEDED' }])?.outcomeReason).toBe('THRESHOLD_MET');
     expect(ruleSays(rule('N_ACCEPTED', 2), false, [{ verdict: 'REJECTED', taskState: 'FAILED' }])).toBeUndefined();
     expect(ruleSays(rule('N_ACCEPTED', 2, 2), false, [{ verdict: 'REJECTED', taskState: 'FAILED' }])?.outcomeReason).toBe('THRESHOLD_UNREACHABLE');

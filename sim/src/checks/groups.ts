@@ -1,11 +1,11 @@
 import type { JournalEvent, Store } from '@baton/core';
 
 /**
- * The task-group invariants (decisions §6, docs/simulator.md "Task groups"): a group decides
+ * The task-group invariants (docs/design/0010-task-groups.md, docs/simulator.md "Task groups"): a group decides
  * exactly once and never changes its outcome; the outcome agrees with the verdicts and member
  * states at the moment of decision; no member joins a closed group and membership stays within
  * expectedMembers (else 100); a group whose condition is met does not stay undecided; a decided
- * group leaves no member task live. The oracle below is written from the spec, not taken from
+ * group leaves no member task live. The oracle below is written from docs/design/0010-task-groups.md, not taken from
  * core, so a wrong rule in core shows up as a disagreement.
  */
 
@@ -47,7 +47,7 @@ export interface Decision {
 export const capOf = (rule: Pick<GroupRule, 'expectedMembers'>): number => rule.expectedMembers ?? maxMembers;
 
 /**
- * What the spec's rule says of a group now, the deadline aside (the sweep applies it within a
+ * What the rule of docs/design/0010-task-groups.md says of a group now, the deadline aside (the sweep applies it within a
  * tick, so it is checked on its own): undefined while undecided.
  */
 export function ruleSays(rule: GroupRule, closed: boolean, members: readonly MemberStanding[]): Decision | undefined {

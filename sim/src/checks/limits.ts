@@ -1,6 +1,6 @@
 /**
  * What the limited tenant's agents were told, attempt by attempt (no client retries: every
- * attempt is one request the server may have counted), and the invariants of decisions §9 that
+ * attempt is one request the server may have counted), and the invariants of docs/design/0016-limits-and-retry-after.md that
  * follow from it alone:
  * - a recovery call is never refused by a rate limit while fewer than the limit's requests can
  *   have been counted in its minute;
@@ -38,7 +38,7 @@ export interface LimitFacts {
 
 const rateCodes = new Set(['RATE_LIMITED', 'SERVICE_RATE_LIMITED']);
 const minuteMs = 60_000;
-/** decisions §9: Free's hard stop may be passed by the operations of one buffered second. */
+/** docs/design/0016-limits-and-retry-after.md: Free's hard stop may be passed by the operations of one buffered second. */
 const bufferedMs = 1_000;
 
 export function checkLimits(attempts: readonly Attempt[], facts: LimitFacts): string[] {

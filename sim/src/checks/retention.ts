@@ -1,7 +1,7 @@
 import type { Store, Task } from '@baton/core';
 
 const dayMs = 24 * 60 * 60 * 1000;
-/** The shortest plan window (Free, 7 days) and the journal's floor (30 days), decisions §9. */
+/** The shortest plan window (Free, 7 days) and the journal's floor (30 days), docs/design/0017-retention.md. */
 const shortestTaskWindowMs = 7 * dayMs;
 const journalFloorMs = 30 * dayMs;
 

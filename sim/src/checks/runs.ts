@@ -1,7 +1,7 @@
 import { maxGateLevels, type JournalEvent, type Store } from '@baton/core';
 
 /**
- * Runs (decisions §10), after the liveness phase: a CANCELLED run leaves nothing live under its
+ * Runs (docs/design/0019-runs.md), after the liveness phase: a CANCELLED run leaves nothing live under its
  * scopeId: no PENDING or RUNNING task, no HELD claim, no ARMED timer (whenever it was made: an
  * ended run refuses new work, checkNoWorkAfterEnd); its descendants are covered by their own
  * cancel: no run is left ACTIVE under a CANCELLED parent (a child is made only under an ACTIVE
@@ -51,7 +51,7 @@ const createdUnder: Record<string, (e: JournalEvent) => string | null> = {
 };
 
 /**
- * decisions §10: no task, claim, timer, reservation, child run or task group is created under a
+ * docs/design/0019-runs.md: no task, claim, timer, reservation, child run or task group is created under a
  * run after it was COMPLETED or CANCELLED, read from the journal in its order (a creation that
  * committed before the end precedes the end's event there: the end waits for it on the run's
  * row). Work under a task group's gate scope is under the run the group was created under.

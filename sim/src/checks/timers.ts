@@ -1,7 +1,7 @@
 import type { JournalEvent, Store } from '@baton/core';
 
 /**
- * Timers (decisions §10), from the store and its journal after the liveness phase:
+ * Timers (docs/design/0021-timers.md), from the store and its journal after the liveness phase:
  * - a FIRED timer fired exactly once: one `timer.fired` event, and one message with workKey
  *   `timer:<id>` in its mailbox (counted from `message.sent`; any further `timer:<id>...` send is
  *   a second firing);

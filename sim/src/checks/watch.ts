@@ -4,7 +4,7 @@ import type { WatchFilter } from '../agents/watch-follower';
 
 /**
  * The oracle of a watch filter, written apart from the server's (core's watch filter) so that a
- * wrong filter there shows up as a difference here: the rules of decisions §7, nothing more.
+ * wrong filter there shows up as a difference here: the rules of docs/design/0013-events-and-watch.md, nothing more.
  */
 export function matchesWatchFilter(e: Pick<JournalEvent, 'type' | 'aggregateType' | 'aggregateId'>, filter: WatchFilter): boolean {
   if (filter.types !== undefined) {

@@ -48,7 +48,7 @@ async function journalEnd(server: ServerHost, tenant: { spaceId: string; key: st
   }
 }
 
-/** The oracle of a destination's filter, apart from the server's: decisions §7's rules, for what commits after it. */
+/** The oracle of a destination's filter, apart from the server's: docs/design/0014-webhooks.md's rules, for what commits after it. */
 function owed(journal: readonly JournalEvent[], d: Pick<SimDestination, 'eventTypes' | 'createdAfterEventId'>): JournalEvent[] {
   const matches = (type: string): boolean => d.eventTypes.length === 0 || d.eventTypes.some((p) => (p.endsWith('.*') ? type.startsWith(p.slice(0, -1)) : p === type));
   const after = journal.findIndex((e) => e.eventId === d.createdAfterEventId);

@@ -179,7 +179,7 @@ function errorStatusesOf(write: boolean, admin: boolean, codes: readonly ErrorCo
   return statuses.filter((status) => errorStatuses.includes(status));
 }
 
-/** The codes behind the operation's errors: its own, and the limits its route policy meets (decisions §9). */
+/** The codes behind the operation's errors: its own, and the limits its route policy meets (docs/design/0016-limits-and-retry-after.md). */
 function codesOf(method: string, path: string, contract: OperationContract, admin: boolean): ErrorCode[] {
   const codes: ErrorCode[] = [...(contract.codes ?? [])];
   if (contract.idempotencyKeyRequired) codes.push('IDEMPOTENCY_KEY_REQUIRED');

@@ -16,7 +16,7 @@ export interface OperationContract {
   /** One line, imperative, as a reference's sidebar shows it. */
   summary: string;
   /**
-   * The handler refuses a call without Idempotency-Key (the spec's Idem; the `required` argument
+   * The handler refuses a call without Idempotency-Key (Idem in docs/api.md; the `required` argument
    * of runOperation, attemptOperation and pollClaim). Other writes take the header optionally.
    */
   idempotencyKeyRequired?: true;
@@ -335,7 +335,7 @@ export const operations: Record<string, OperationContract> = {
   'GET /diagnostics/waits': { operationId: 'getWaits', summary: 'Show what admission is waiting on' },
   'GET /ops/runs/{scopeId}': { operationId: 'getRunDebugView', summary: 'Debug a run: its work by state' },
 
-  // The operator API (decisions §2)
+  // The operator API (docs/design/0003-operator-api.md)
   'GET /admin/v1/orgs': { operationId: 'listOrgs', summary: 'List organizations' },
   'GET /admin/v1/orgs/{orgId}/spaces': { operationId: 'listSpaces', summary: 'List the spaces of an organization' },
   'GET /admin/v1/orgs/{orgId}/keys': { operationId: 'listApiKeys', summary: 'List the API keys of an organization, without secrets' },

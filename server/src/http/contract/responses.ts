@@ -2,7 +2,7 @@ import type { ErrorCode } from '@baton/core';
 import { errorTable } from '../error-status';
 
 /**
- * The error replies of the OpenAPI document, built in one place from decisions §3 (error-status.ts)
+ * The error replies of the OpenAPI document, built in one place from docs/design/0004-error-codes.md (error-status.ts)
  * so every operation describes the same status the same way. Which statuses an operation gets is
  * decided by document.ts from the kind of route; what each one says is decided here.
  */
@@ -24,7 +24,7 @@ export const replyHeaders: Json = {
     example: 3,
   },
   'Idempotent-Replayed': {
-    description: '`true` when this reply is the stored reply of an earlier request with the same Idempotency-Key (decisions §4); absent otherwise.',
+    description: '`true` when this reply is the stored reply of an earlier request with the same Idempotency-Key (docs/design/0005-idempotency-keys.md); absent otherwise.',
     schema: { type: 'string', enum: ['true'] },
   },
 };

@@ -7,7 +7,7 @@ import type { AppDeps } from '../deps';
 const orgParams = z.object({ orgId: schemas.uuidInput });
 const tags = ['admin'];
 /**
- * The operator's reads (decisions §11): organizations, their spaces and their keys, so that the
+ * The operator's reads (docs/design/0003-operator-api.md): organizations, their spaces and their keys, so that the
  * ids the other admin routes take can be found. Registered inside adminRoutes, behind its token.
  * Their operationIds, summaries and error replies come from the contract table
  * (contract/operations.ts), as every route's do.

@@ -12,7 +12,7 @@ const keyParams = z.object({ keyId: schemas.uuidInput });
 const tags = ['admin'];
 
 /**
- * The operator API of decisions §2. Without BATON_ADMIN_TOKEN every route answers 404, so an
+ * The operator API of docs/design/0003-operator-api.md. Without BATON_ADMIN_TOKEN every route answers 404, so an
  * unconfigured server shows no operator surface at all.
  */
 export function adminRoutes(deps: AppDeps) {

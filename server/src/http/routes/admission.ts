@@ -6,7 +6,7 @@ import { pollClaim } from '../claim-poll';
 import { sendOutcome } from '../operation';
 import { errorReplies } from './schema-helpers';
 
-/** POST /tasks/admit (spec, admission rules; core/src/admission, docs/api.md). */
+/** POST /tasks/admit (core/src/admission; docs/api.md "Admission"; docs/design/0009-pools-and-work-limits.md). */
 export function admissionRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();

@@ -11,7 +11,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const take = { access: { anyOf: ['coordination_write' as const, 'resource_config' as const] } };
 const tags = ['allowances'];
 
-/** Shared quotas (allowances) and their waiters (decisions §6; core/src/allowances). */
+/** Shared quotas (allowances) and their waiters (docs/design/0012-allowances.md; core/src/allowances). */
 export function allowanceRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();

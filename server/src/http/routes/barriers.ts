@@ -10,7 +10,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const write = { access: { anyOf: ['coordination_write' as const] } };
 const tags = ['barriers'];
 
-/** The barrier routes of the spec; semantics in core/src/barriers, choices in docs/api.md. */
+/** The barrier routes; semantics in core/src/barriers, the reference in docs/api.md ("Barriers"). */
 export function barrierRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();
@@ -30,7 +30,7 @@ export function barrierRoutes(deps: AppDeps) {
     });
 
     app.post('/barriers', {
-      // No authentication rule 7 here: a barrier has no name, so there is no existing one a repeat could verify.
+      // No repeat creates here (docs/api.md "Authentication and permissions"): a barrier has no name, so there is no existing one a repeat could verify.
       config: { access: { anyOf: ['resource_config'] } },
       schema: {
         tags,

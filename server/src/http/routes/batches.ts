@@ -14,7 +14,7 @@ import { activeTasksReached } from '../../limits/limits';
 const write = { access: { anyOf: ['coordination_write' as const] } };
 
 /**
- * The batch twins of the hot routes (decisions §8; core/src/deliveries/batch.ts,
+ * The batch twins of the hot routes (docs/design/0015-batches.md; core/src/deliveries/batch.ts,
  * core/src/admission/service.ts admitMany). One transaction and one Idempotency-Key for the whole
  * batch, which a replay answers whole; each item all or nothing by itself and answered with the
  * status and body of its single route. Item batches take any 1 to 100 objects and hold each to
@@ -129,7 +129,7 @@ export function batchRoutes(deps: AppDeps) {
 
 /**
  * What a submit-batch may still create under the plan's active tasks, as the limits count them
- * (decisions §8: each item checked against its single route's limits). Read when the batch runs,
+ * (docs/design/0015-batches.md: each item checked against its single route's limits). Read when the batch runs,
  * so a transaction run again reads it again.
  */
 function createRoomOf(deps: AppDeps, request: FastifyRequest): taskBatches.CreateRoom | undefined {
@@ -140,7 +140,7 @@ function createRoomOf(deps: AppDeps, request: FastifyRequest): taskBatches.Creat
   return { room, refusal: () => activeTasksReached(cap - room, cap) };
 }
 
-/** One item of a batch's reply (delivery batches name their message). An error body names the request that ran the batch, as its single route's would (decisions §3). */
+/** One item of a batch's reply (delivery batches name their message). An error body names the request that ran the batch, as its single route's would (docs/design/0004-error-codes.md). */
 interface ItemReply {
   messageId?: string | null;
   status: number;

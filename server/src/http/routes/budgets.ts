@@ -10,7 +10,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const spend = { access: { anyOf: ['coordination_write' as const, 'resource_config' as const] } };
 const tags = ['budgets'];
 
-/** The budget routes of the spec; semantics in core/src/budgets (decisions §6). */
+/** The budget routes (docs/api.md "Budgets"); semantics in core/src/budgets (docs/design/0007-budget-reservations.md). */
 export function budgetRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();

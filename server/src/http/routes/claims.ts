@@ -10,7 +10,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const write = { access: { anyOf: ['coordination_write' as const] } };
 const tags = ['claims'];
 
-/** The claim routes of decisions §10; semantics in core/src/claims, choices in docs/api.md "Claims". */
+/** The claim routes of docs/design/0020-claims.md; semantics in core/src/claims, choices in docs/api.md "Claims". */
 export function claimRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();
@@ -41,7 +41,7 @@ export function claimRoutes(deps: AppDeps) {
         response: { 200: schemas.claimGrant, 201: schemas.claimGrant, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      // A claim is a lease (decisions §9): held for the call, as a recv's.
+      // A claim is a lease (docs/design/0016-limits-and-retry-after.md): held for the call, as a recv's.
       holdingLeases(deps, request, 1, () =>
         runOperation(deps, request, reply, true, async (ctx) => {
           const { created, grant } = await claims.acquire(ctx, request.body);

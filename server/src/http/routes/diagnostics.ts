@@ -8,7 +8,7 @@ const usage = { access: { anyOf: ['usage_read' as const] } };
 const tags = ['diagnostics'];
 
 /**
- * Diagnostics (decisions §9; docs/api.md, "Diagnostics"): census, backlog, waits and the run
+ * Diagnostics (docs/design/0018-diagnostics.md; docs/api.md, "Diagnostics"): census, backlog, waits and the run
  * view, reads only (core/src/diagnostics/service.ts). Ages are measured on the service clock.
  */
 export function diagnosticRoutes(deps: AppDeps) {

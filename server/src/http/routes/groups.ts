@@ -10,7 +10,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const write = { access: { anyOf: ['coordination_write' as const] } };
 const tags = ['task groups'];
 
-/** Task groups (decisions §6; core/src/groups, docs/api.md). */
+/** Task groups (docs/design/0010-task-groups.md; core/src/groups, docs/api.md). */
 export function groupRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();
@@ -103,7 +103,7 @@ export function groupRoutes(deps: AppDeps) {
       config: write,
       schema: {
         tags,
-        description: 'close under its former name (spec, Versioning 2): the same effect on an OPEN group, but 409 CONFLICT on one already SEALED or DECIDED.',
+        description: 'close under its former name (see Versioning in docs/api.md): the same effect on an OPEN group, but 409 CONFLICT on one already SEALED or DECIDED.',
         params: schemas.idParams,
         headers: schemas.idempotencyHeaders,
         response: { 200: schemas.groupView, ...errorReplies(409, 422) },

@@ -8,7 +8,7 @@ import { errorReplies } from './schema-helpers';
 
 const tags = ['limits'];
 
-/** GET and PUT /limits: the per-space limits (spec, "Per-space limits"; core/src/tenancy/space-limits.ts). */
+/** GET and PUT /limits: the per-space limits (docs/api.md "Space limits"; core/src/tenancy/space-limits.ts). */
 export function limitRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();

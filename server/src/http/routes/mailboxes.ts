@@ -11,7 +11,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const write = { access: { anyOf: ['coordination_write' as const] } };
 const tags = ['mailboxes'];
 
-/** Mailboxes and messages with leases (decisions §6; core/src/messages, docs/api.md). */
+/** Mailboxes and messages with leases (docs/design/0008-tasks-and-deliveries.md; core/src/messages, docs/api.md). */
 export function mailboxRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();

@@ -7,11 +7,11 @@ import { runOperation } from '../operation';
 import { errorReplies } from './schema-helpers';
 
 const read = { access: { anyOf: ['coordination_read' as const] } };
-// Authentication rule 7: a key without resource_config may repeat an identical create.
+// Repeat creates (docs/api.md "Authentication and permissions"): a key without resource_config may repeat an identical create.
 const create = { access: { anyOf: ['resource_config' as const], repeatCreate: true } };
 
 /**
- * Pools and work limits (decisions §6: named by task requirements, claimed by admission).
+ * Pools and work limits (docs/design/0009-pools-and-work-limits.md: named by task requirements, claimed by admission).
  * Semantics in core/src/pools; the bounds of capacity and maxConcurrent are in the schemas.
  */
 export function poolRoutes(deps: AppDeps) {

@@ -9,7 +9,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const write = { access: { anyOf: ['coordination_write' as const] } };
 const tags = ['runs'];
 
-/** Runs (decisions §10; core/src/runs, docs/api.md "Runs"). */
+/** Runs (docs/design/0019-runs.md; core/src/runs, docs/api.md "Runs"). */
 export function runRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();
@@ -50,7 +50,7 @@ export function runRoutes(deps: AppDeps) {
       }, async (request, reply) => {
         const sent = await runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await apply(ctx, request.params.scopeId) }));
         // What a cancel's own step left (its child runs' cascades, a large run's rest) follows at
-        // once, not at the next sweep: it depends on no time (decisions §11).
+        // once, not at the next sweep: it depends on no time (docs/design/0023-service-clock.md).
         if (path === 'cancel') deps.cascadeSoon();
         return sent;
       });

@@ -10,7 +10,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const write = { access: { anyOf: ['coordination_write' as const] } };
 const tags = ['tasks'];
 
-/** Tasks without admission (decisions §6; core/src/tasks, docs/api.md). */
+/** Tasks without admission (docs/design/0008-tasks-and-deliveries.md; core/src/tasks, docs/api.md). */
 export function taskRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();

@@ -9,7 +9,7 @@ const read = { access: { anyOf: ['coordination_read' as const] } };
 const write = { access: { anyOf: ['coordination_write' as const] } };
 const tags = ['timers'];
 
-/** The timer routes of decisions §10; semantics in core/src/timers, choices in docs/api.md ("Timers"). */
+/** The timer routes of docs/design/0021-timers.md; semantics in core/src/timers, choices in docs/api.md ("Timers"). */
 export function timerRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();

@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../deps';
 import { errorReplies } from './schema-helpers';
 
-/** GET /usage (decisions §9, usage_read): the organization's usage against its plan. */
+/** GET /usage (docs/design/0016-limits-and-retry-after.md, usage_read): the organization's usage against its plan. */
 export function usageRoutes(deps: AppDeps) {
   return async (plain: FastifyInstance): Promise<void> => {
     const app = plain.withTypeProvider<ZodTypeProvider>();

@@ -1,5 +1,5 @@
 -- Pools and work limits: fixed counts of units with a count in use, claimed by admission
--- together with a delivery (decisions §6). Same conventions as 001_init.sql: space_id leads
+-- together with a delivery (docs/design/0008-tasks-and-deliveries.md). Same conventions as 001_init.sql: space_id leads
 -- every key and index, names compare in byte order (COLLATE "C"), and times are written by
 -- the application from its injected clock.
 --

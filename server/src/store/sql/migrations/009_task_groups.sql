@@ -1,4 +1,4 @@
--- Task groups (decisions §6). Same conventions as 001_init.sql: space_id leads every key and
+-- Task groups (docs/design/0010-task-groups.md). Same conventions as 001_init.sql: space_id leads every key and
 -- index of a space's rows, times are written by the application from its injected clock.
 
 CREATE TABLE task_groups (

@@ -1,5 +1,5 @@
 -- Webhooks (issue 15): destinations that follow a space's journal by a cursor of their own,
--- and one audit row per delivery attempt (decisions §7). No outbox row per event: the request
+-- and one audit row per delivery attempt (docs/design/0014-webhooks.md). No outbox row per event: the request
 -- path writes nothing for webhooks; dispatchers read the journal (repositories/destinations.ts).
 
 CREATE TABLE webhook_destinations (
@@ -38,7 +38,7 @@ CREATE INDEX webhook_destinations_due ON webhook_destinations (next_attempt_at) 
 CREATE TABLE webhook_delivery_attempts (
   space_id        text COLLATE "C" NOT NULL,
   id              text COLLATE "C" NOT NULL,
-  -- No foreign key: the audit outlives a deleted destination (kept 365 days, decisions §9).
+  -- No foreign key: the audit outlives a deleted destination (kept 365 days, docs/design/0017-retention.md).
   destination_id  text COLLATE "C" NOT NULL,
   event_id        text NOT NULL,
   attempt         integer NOT NULL CHECK (attempt >= 1),

@@ -1,4 +1,4 @@
--- Retention of idempotency records (decisions §9: 24 hours, the replay window). The purge
+-- Retention of idempotency records (docs/design/0017-retention.md: 24 hours, the replay window). The purge
 -- (repositories/idempotency.ts, purgeUntil) finds records by age. BRIN rather than B-tree:
 -- records arrive in created_at order, so block ranges summarise them well, and the index costs
 -- an idempotent request almost nothing (a B-tree would add an index insertion to every one).

@@ -1,4 +1,4 @@
--- Retention (decisions §9): tasks tombstoned, finished messages and old journal events deleted
+-- Retention (docs/design/0017-retention.md): tasks tombstoned, finished messages and old journal events deleted
 -- after the organization's plan window, webhook delivery audit after 365 days. The sweep
 -- (server/src/host/retention.ts) pages through spaces and deletes by space with each space's
 -- cutoff, so every statement below is one index range per space, bounded by its LIMIT.

@@ -1,4 +1,4 @@
--- Usage for the limits of decisions §9. Neither table is touched by a request: each server
+-- Usage for the limits of docs/design/0016-limits-and-retry-after.md. Neither table is touched by a request: each server
 -- buffers its counts in memory and syncs them here in the background, about twice a second
 -- (server/src/limits/limits-sync.ts), so the hot path gains no statement.
 --

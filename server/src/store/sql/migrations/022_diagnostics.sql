@@ -1,4 +1,4 @@
--- Diagnostics (decisions §9; server/src/store/sql/repositories/diagnostics.ts). Three partial or
+-- Diagnostics (docs/design/0018-diagnostics.md; server/src/store/sql/repositories/diagnostics.ts). Three partial or
 -- narrow indexes so that every diagnostics read is a bounded range, never a walk of history.
 
 -- GET /diagnostics/waits, tasks blocked at admission: the READY task deliveries that have

@@ -1,4 +1,4 @@
--- Claims (core/src/claims, decisions §10): an exclusive, leased hold on a claim key, with a
+-- Claims (core/src/claims, docs/design/0020-claims.md): an exclusive, leased hold on a claim key, with a
 -- fencing token. Conventions as in 001_init.sql: space_id leads every key and index, times come
 -- from the application's clock, compared text is COLLATE "C".
 

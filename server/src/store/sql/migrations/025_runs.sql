@@ -1,4 +1,4 @@
--- Runs (decisions §10): a scopeId made explicit, with a parent, a child limit and an end. Same
+-- Runs (docs/design/0019-runs.md): a scopeId made explicit, with a parent, a child limit and an end. Same
 -- conventions as 001_init.sql. Requests under a scopeId never read this table: runs are
 -- optional, and work without one is untouched.
 CREATE TABLE runs (

@@ -3,7 +3,7 @@ import { fromJson, timeParam, toInt, toMs, toMsOrNull, toText, toTextOrNull } fr
 import type { SqlQueryable } from '../driver';
 
 /**
- * The diagnostics reads (decisions §9; core/src/diagnostics). Each statement is bounded: a count
+ * The diagnostics reads (docs/design/0018-diagnostics.md; core/src/diagnostics). Each statement is bounded: a count
  * reads at most `cap` rows of its table (a LIMIT inside the count), a list at most `limit`, and
  * each names the index it walks. None takes a lock; each runs as one statement of its own
  * (Store.read), so a view is not one snapshot across its statements: good enough for an
@@ -42,8 +42,8 @@ const censusSql = censusTables
 /**
  * Under one scopeId: its tasks through tasks_by_scope (space_id, scope_id, ...), the groups
  * created under it through task_groups_by_parent_scope, its reservations through
- * reservations_by_scope (migration 022); each at most `cap` rows. Claims and timers (decisions
- * §10) add their branch here when they land.
+ * reservations_by_scope (migration 022); each at most `cap` rows. Claims and timers (see
+ * docs/design/0020-claims.md, docs/design/0021-timers.md) add their branch here when they land.
  */
 const runCountsSql = `
   SELECT 'tasks' AS type, state, count(*) AS n FROM (SELECT state FROM tasks WHERE space_id = $1 AND scope_id = $2 LIMIT $3) t GROUP BY state
