@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from './deps';
 import type { LeaseHold } from '../limits/lease-hold';
 import { longPollOn, type Wake } from './long-poll';
-import { attemptOperation, type Outcome } from './operation';
+import { attemptOperation, type KeyRule, type Outcome } from './operation';
 
 /** One claim try: what it claimed (undefined: nothing), and what could change an empty try. */
 export interface ClaimTry {
@@ -44,7 +44,7 @@ export async function holdingLeases<T>(deps: AppDeps, request: FastifyRequest, w
  * for: its parked wait ends and no try is made for it, since a delivery claimed then would stay
  * leased to nobody until the lease ran out. A ready wake it may have taken is passed on.
  */
-export function pollClaim(deps: AppDeps, request: FastifyRequest, required: boolean, waitMs: number, firstTopics: string[], wanted: number, claim: (ctx: OpContext, hold: LeaseHold) => Promise<ClaimTry>): Promise<Outcome> {
+export function pollClaim(deps: AppDeps, request: FastifyRequest, keyRule: KeyRule, waitMs: number, firstTopics: string[], wanted: number, claim: (ctx: OpContext, hold: LeaseHold) => Promise<ClaimTry>): Promise<Outcome> {
   let wake: Wake = { topics: [], atMs: null };
   let blockedBy: readonly ResourceKind[] = [];
   let leasesShort = false;
@@ -55,7 +55,7 @@ export function pollClaim(deps: AppDeps, request: FastifyRequest, required: bool
       attemptOperation(
         deps,
         request,
-        required,
+        keyRule,
         async (ctx) => {
           hold.restart();
           const tried = await claim(ctx, hold);

@@ -16,6 +16,14 @@ export interface OperationResult {
 
 export type Operation = (ctx: OpContext) => Promise<OperationResult>;
 
+/**
+ * Whether a call must carry an Idempotency-Key (docs/design/0005-idempotency-keys.md): every
+ * create and every call whose repeat would do something twice must; renew, release, complete,
+ * nack and the like may (their effect is the same repeated), and store their reply only when
+ * they carry one.
+ */
+export type KeyRule = 'key-required' | 'key-optional';
+
 export interface Outcome extends OperationResult {
   replayed: boolean;
   /** A 429's time to wait (BatonError.retryAfterMs), sent as Retry-After; a replay knows none. */
@@ -29,8 +37,8 @@ export interface Outcome extends OperationResult {
  * so the happy path pays nothing extra. Operations are metered here (limit-hooks.ts recordCall):
  * this is the one place that knows an operation really ran (not a replay).
  */
-export async function runOperation(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, required: boolean, operation: Operation): Promise<FastifyReply> {
-  const outcome = await attemptOperation(deps, request, required, plantedBugs.has('ack-before-commit') ? acknowledgingFirst(reply, operation) : operation);
+export async function runOperation(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, keyRule: KeyRule, operation: Operation): Promise<FastifyReply> {
+  const outcome = await attemptOperation(deps, request, keyRule, plantedBugs.has('ack-before-commit') ? acknowledgingFirst(reply, operation) : operation);
   return reply.sent ? reply : sendOutcome(reply, outcome);
 }
 
@@ -53,12 +61,12 @@ function acknowledgingFirst(reply: FastifyReply, operation: Operation): Operatio
 export async function attemptOperation(
   deps: AppDeps,
   request: FastifyRequest,
-  required: boolean,
+  keyRule: KeyRule,
   operation: Operation,
   keep: (result: OperationResult) => boolean = () => true,
 ): Promise<Outcome> {
   const spaceId = request.principal!.space.id;
-  const key = idempotencyKey(request, required);
+  const key = idempotencyKey(request, keyRule);
   const fingerprint = key === undefined ? '' : fingerprintOf(request);
   const nowMs = deps.clock.now();
   const limits = spaceLimits(request.principal!.space, request.principal!.org);
@@ -142,11 +150,11 @@ export function sendOutcome(reply: FastifyReply, outcome: Outcome): FastifyReply
   return reply.code(outcome.statusCode).send({ error: { ...body.error, requestId } });
 }
 
-function idempotencyKey(request: FastifyRequest, required: boolean): string | undefined {
+function idempotencyKey(request: FastifyRequest, keyRule: KeyRule): string | undefined {
   const header = request.headers['idempotency-key'];
   const key = Array.isArray(header) ? header[0] : header;
   if (key === undefined) {
-    if (required) throw new BatonError('IDEMPOTENCY_KEY_REQUIRED', 'this operation requires an Idempotency-Key header');
+    if (keyRule === 'key-required') throw new BatonError('IDEMPOTENCY_KEY_REQUIRED', 'this operation requires an Idempotency-Key header');
     return undefined;
   }
   if (key.length < 1 || key.length > 255) {

@@ -24,7 +24,7 @@ export function admissionRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const first = readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']);
-      const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, 1, async (ctx, hold) => {
+      const outcome = await pollClaim(deps, request, 'key-required', request.body.waitMs, first, 1, async (ctx, hold) => {
         const { delivery, wakeTopics, retryAtMs, blockedBy, leasesShort } = await admission.admit(ctx, request.body, hold);
         return { claimed: delivery, wakeTopics, retryAtMs, blockedBy, leasesShort };
       });

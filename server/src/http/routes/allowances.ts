@@ -33,7 +33,7 @@ export function allowanceRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const canCreate = hasPermission(request.principal!, 'resource_config');
-      return runOperation(deps, request, reply, true, async (ctx) => {
+      return runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await allowances.createAllowance(ctx, request.body, canCreate);
         return { statusCode: result.created ? 201 : 200, body: result.view };
       });
@@ -54,7 +54,7 @@ export function allowanceRoutes(deps: AppDeps) {
         response: { 200: schemas.consumptionView, 201: schemas.consumptionView, ...errorReplies(409, 422, 429) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => {
+      runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await allowances.consume(ctx, request.params.id, request.body);
         return { statusCode: result.replay ? 200 : 201, body: result.view };
       }),
@@ -71,7 +71,7 @@ export function allowanceRoutes(deps: AppDeps) {
         response: { 201: schemas.waiterView, ...errorReplies(409, 422, 429) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => ({ statusCode: 201, body: await allowances.wait(ctx, request.params.id, request.body) })),
+      runOperation(deps, request, reply, 'key-required', async (ctx) => ({ statusCode: 201, body: await allowances.wait(ctx, request.params.id, request.body) })),
     );
 
     app.post('/allowances/:id/cooldown', {
@@ -85,7 +85,7 @@ export function allowanceRoutes(deps: AppDeps) {
         response: { 200: schemas.allowanceView, ...errorReplies(422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await allowances.startCooldown(ctx, request.params.id, request.body) })),
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await allowances.startCooldown(ctx, request.params.id, request.body) })),
     );
 
     app.get('/allowance-waiters/:id', {
@@ -109,7 +109,7 @@ export function allowanceRoutes(deps: AppDeps) {
       config: { access: { anyOf: ['coordination_write'] } },
       schema: { tags, description: 'Leaves the line; only a WAITING waiter can (409 CONFLICT otherwise).', params: schemas.idParams, headers: schemas.idempotencyHeaders, response: { 200: schemas.waiterView, ...errorReplies(409, 422) } },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await allowances.cancelWaiter(ctx, request.params.id) })),
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await allowances.cancelWaiter(ctx, request.params.id) })),
     );
   };
 }

@@ -41,7 +41,7 @@ export function barrierRoutes(deps: AppDeps) {
         response: { 201: schemas.barrierView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => ({ statusCode: 201, body: await barriers.createBarrier(ctx, request.body) })));
+      runOperation(deps, request, reply, 'key-required', async (ctx) => ({ statusCode: 201, body: await barriers.createBarrier(ctx, request.body) })));
 
     app.get('/barriers/:id', {
       config: read,
@@ -71,7 +71,7 @@ export function barrierRoutes(deps: AppDeps) {
         response: { 200: schemas.arriveReply, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await barriers.arrive(ctx, request.params.id, request.body) })));
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await barriers.arrive(ctx, request.params.id, request.body) })));
 
     app.post('/barriers/:id/nextEpoch', {
       config: write,
@@ -84,7 +84,7 @@ export function barrierRoutes(deps: AppDeps) {
         response: { 200: schemas.barrierView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await barriers.nextEpoch(ctx, request.params.id, request.body) })));
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await barriers.nextEpoch(ctx, request.params.id, request.body) })));
 
     app.post('/barriers/:id/cancel', {
       config: write,
@@ -96,6 +96,6 @@ export function barrierRoutes(deps: AppDeps) {
         response: { 200: schemas.barrierView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await barriers.cancel(ctx, request.params.id) })));
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await barriers.cancel(ctx, request.params.id) })));
   };
 }

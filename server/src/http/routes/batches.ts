@@ -6,7 +6,7 @@ import type { AppDeps } from '../deps';
 import { errorTable } from '../error-status';
 import { errorBody } from '../error-handler';
 import { pollClaim } from '../claim-poll';
-import { attemptOperation, sendOutcome, type Outcome } from '../operation';
+import { attemptOperation, sendOutcome, type KeyRule, type Outcome } from '../operation';
 import { applyJudged, itemsJudgedAlone, judgeItems, type UnjudgedItem } from '../batch-items';
 import { errorReplies } from './schema-helpers';
 import { activeTasksReached } from '../../limits/limits';
@@ -37,7 +37,7 @@ export function batchRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const first = readyTopicsOf(request.body.mailboxId, [request.body.scopeId], ['task']);
-      const outcome = await pollClaim(deps, request, true, request.body.waitMs, first, request.body.maxTasks, async (ctx, hold) => {
+      const outcome = await pollClaim(deps, request, 'key-required', request.body.waitMs, first, request.body.maxTasks, async (ctx, hold) => {
         const { deliveries, wakeTopics, retryAtMs, blockedBy, leasesShort } = await admission.admitMany(ctx, request.body, hold.deliveries, hold);
         return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics, retryAtMs, blockedBy, leasesShort };
       });
@@ -57,16 +57,16 @@ export function batchRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const first = readyTopicsOf(request.params.id, [request.body.scopeId], ['plain', 'task']);
-      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, request.body.maxMessages, async (ctx, hold) => {
+      const outcome = await pollClaim(deps, request, 'key-optional', request.body.waitMs, first, request.body.maxMessages, async (ctx, hold) => {
         const { deliveries, wakeTopics } = await deliveryBatches.recvMany(ctx, request.params.id, request.body, hold.deliveries);
         return { claimed: deliveries.length > 0 ? { items: deliveries } : undefined, wakeTopics };
       });
       return sendOutcome(reply, outcome);
     });
 
-    /** An item batch: one operation whose reply is 200 with each item's status and body. `required`: the single route's Idempotency-Key rule. */
-    const runBatch = async (request: FastifyRequest, reply: FastifyReply, required: boolean, apply: (ctx: OpContext, requestId: string) => Promise<ItemReply[]>) =>
-      sendItems(reply, await attemptOperation(deps, request, required, async (ctx) => ({ statusCode: 200, body: { items: await apply(ctx, request.id) } })));
+    /** An item batch: one operation whose reply is 200 with each item's status and body. `keyRule`: the single route's Idempotency-Key rule. */
+    const runBatch = async (request: FastifyRequest, reply: FastifyReply, keyRule: KeyRule, apply: (ctx: OpContext, requestId: string) => Promise<ItemReply[]>) =>
+      sendItems(reply, await attemptOperation(deps, request, keyRule, async (ctx) => ({ statusCode: 200, body: { items: await apply(ctx, request.id) } })));
 
     app.post('/tasks/submit-batch', {
       config: write,
@@ -80,7 +80,7 @@ export function batchRoutes(deps: AppDeps) {
         response: { 200: schemas.submitBatchReply, ...errorReplies(409, 413, 422) },
       },
     }, async (request, reply) =>
-      runBatch(request, reply, true, async (ctx, requestId) => {
+      runBatch(request, reply, 'key-required', async (ctx, requestId) => {
         const outcomes = await applyJudged(judgeItems(request.body.tasks, schemas.taskSubmitBody), (tasks) => taskBatches.submitMany(ctx, tasks, createRoomOf(deps, request)));
         return createdReplies(outcomes, (submitted) => submitted.reply, requestId);
       }));
@@ -97,7 +97,7 @@ export function batchRoutes(deps: AppDeps) {
         response: { 200: schemas.sendBatchReply, ...errorReplies(409, 413, 422) },
       },
     }, async (request, reply) =>
-      runBatch(request, reply, true, async (ctx, requestId) => {
+      runBatch(request, reply, 'key-required', async (ctx, requestId) => {
         // Run even when no item passed: an unknown mailbox is the whole batch's 404.
         const outcomes = await applyJudged(judgeItems(request.body.messages, schemas.sendBody), (messages) => messageBatches.sendMany(ctx, request.params.id, messages));
         return createdReplies(outcomes, (sent) => sent.view, requestId);
@@ -113,17 +113,17 @@ export function batchRoutes(deps: AppDeps) {
     app.post('/messages/complete-batch', {
       config: write,
       schema: { ...deliveryBatch('complete'), body: itemsJudgedAlone('items', schemas.completeBatchBody), response: { 200: schemas.completeBatchReply, ...errorReplies(409, 413, 422) } },
-    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => deliveryReplies(request.body.items, schemas.completeBatchItem, (items) => deliveryBatches.completeMany(ctx, items), requestId)));
+    }, async (request, reply) => runBatch(request, reply, 'key-optional', async (ctx, requestId) => deliveryReplies(request.body.items, schemas.completeBatchItem, (items) => deliveryBatches.completeMany(ctx, items), requestId)));
 
     app.post('/messages/nack-batch', {
       config: write,
       schema: { ...deliveryBatch('nack'), body: itemsJudgedAlone('items', schemas.nackBatchBody), response: { 200: schemas.nackBatchReply, ...errorReplies(409, 422) } },
-    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => deliveryReplies(request.body.items, schemas.nackBatchItem, (items) => deliveryBatches.nackMany(ctx, items), requestId)));
+    }, async (request, reply) => runBatch(request, reply, 'key-optional', async (ctx, requestId) => deliveryReplies(request.body.items, schemas.nackBatchItem, (items) => deliveryBatches.nackMany(ctx, items), requestId)));
 
     app.post('/messages/renew-batch', {
       config: write,
       schema: { ...deliveryBatch('renew'), body: itemsJudgedAlone('items', schemas.renewBatchBody), response: { 200: schemas.renewBatchReply, ...errorReplies(409, 422) } },
-    }, async (request, reply) => runBatch(request, reply, false, async (ctx, requestId) => deliveryReplies(request.body.items, schemas.renewBatchItem, (items) => deliveryBatches.renewMany(ctx, items), requestId)));
+    }, async (request, reply) => runBatch(request, reply, 'key-optional', async (ctx, requestId) => deliveryReplies(request.body.items, schemas.renewBatchItem, (items) => deliveryBatches.renewMany(ctx, items), requestId)));
   };
 }
 

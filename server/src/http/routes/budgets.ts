@@ -32,7 +32,7 @@ export function budgetRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const canCreate = hasPermission(request.principal!, 'resource_config');
-      return runOperation(deps, request, reply, true, async (ctx) => {
+      return runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await budgets.createBudget(ctx, request.body, canCreate);
         return { statusCode: result.created ? 201 : 200, body: result.view };
       });
@@ -72,7 +72,7 @@ export function budgetRoutes(deps: AppDeps) {
         response: { 201: schemas.reservationView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => ({ statusCode: 201, body: await budgets.reserve(ctx, request.params.id, request.body) })));
+      runOperation(deps, request, reply, 'key-required', async (ctx) => ({ statusCode: 201, body: await budgets.reserve(ctx, request.params.id, request.body) })));
 
     app.post('/budgets/:id/settle', {
       config: spend,
@@ -85,7 +85,7 @@ export function budgetRoutes(deps: AppDeps) {
         response: { 200: schemas.entryReply, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await budgets.settle(ctx, request.params.id, request.body) })));
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await budgets.settle(ctx, request.params.id, request.body) })));
 
     app.post('/budgets/:id/void', {
       config: spend,
@@ -98,6 +98,6 @@ export function budgetRoutes(deps: AppDeps) {
         response: { 200: schemas.entryReply, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await budgets.voidReservation(ctx, request.params.id, request.body) })));
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await budgets.voidReservation(ctx, request.params.id, request.body) })));
   };
 }

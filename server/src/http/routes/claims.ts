@@ -43,7 +43,7 @@ export function claimRoutes(deps: AppDeps) {
     }, async (request, reply) =>
       // A claim is a lease (docs/design/0016-limits-and-retry-after.md): held for the call, as a recv's.
       holdingLeases(deps, request, 1, () =>
-        runOperation(deps, request, reply, true, async (ctx) => {
+        runOperation(deps, request, reply, 'key-required', async (ctx) => {
           const { created, grant } = await claims.acquire(ctx, request.body);
           return { statusCode: created ? 201 : 200, body: grant };
         }),
@@ -70,7 +70,7 @@ export function claimRoutes(deps: AppDeps) {
         response: { 200: schemas.claimView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await claims.renew(ctx, request.params.id, request.body) })));
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await claims.renew(ctx, request.params.id, request.body) })));
 
     app.post('/claims/:id/release', {
       config: write,
@@ -83,6 +83,6 @@ export function claimRoutes(deps: AppDeps) {
         response: { 200: schemas.claimView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await claims.release(ctx, request.params.id, request.body) })));
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await claims.release(ctx, request.params.id, request.body) })));
   };
 }

@@ -45,7 +45,7 @@ export function destinationRoutes(deps: AppDeps) {
       const spaceId = request.principal!.space.id;
       // The reply stored for idempotent replay holds the secret sealed, as the row does; it is
       // opened only on the way out, so a replay answers the same secret and a dump shows neither.
-      const outcome = await attemptOperation(deps, request, true, async (ctx) => {
+      const outcome = await attemptOperation(deps, request, 'key-required', async (ctx) => {
         const secret = newSigningSecret(ctx.random);
         let sealedSigningSecret = '';
         const view = await destinations.createDestination(ctx, request.body, (id) => (sealedSigningSecret = seal(key, ctx.spaceId, id, secret)));
@@ -76,7 +76,7 @@ export function destinationRoutes(deps: AppDeps) {
         response: { 200: schemas.destinationView, ...errorReplies() },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await destinations.deleteDestination(ctx, request.params.id) })));
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await destinations.deleteDestination(ctx, request.params.id) })));
 
     app.post('/destinations/:id/resume', {
       config,
@@ -89,7 +89,7 @@ export function destinationRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const canConfigure = hasPermission(request.principal!, 'resource_config');
-      return runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await destinations.resumeDestination(ctx, request.params.id, canConfigure) }));
+      return runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await destinations.resumeDestination(ctx, request.params.id, canConfigure) }));
     });
 
     app.get('/deliveries', {

@@ -31,7 +31,7 @@ export function groupRoutes(deps: AppDeps) {
         body: schemas.groupCreateBody,
         response: { 201: schemas.groupCreatedReply, ...errorReplies(409, 422) },
       },
-    }, async (request, reply) => runOperation(deps, request, reply, true, async (ctx) => ({ statusCode: 201, body: await groups.createGroup(ctx, request.body) })));
+    }, async (request, reply) => runOperation(deps, request, reply, 'key-required', async (ctx) => ({ statusCode: 201, body: await groups.createGroup(ctx, request.body) })));
 
     app.get('/task-groups/:id', {
       config: read,
@@ -70,7 +70,7 @@ export function groupRoutes(deps: AppDeps) {
         response: { 200: schemas.memberTaskReply, 201: schemas.memberTaskReply, ...errorReplies(409, 413, 422, 429) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => {
+      runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await groups.createMemberTask(ctx, request.params.id, request.body);
         return { statusCode: result.created ? 201 : 200, body: result.reply };
       }),
@@ -86,7 +86,7 @@ export function groupRoutes(deps: AppDeps) {
         body: schemas.joinTaskBody,
         response: { 200: schemas.groupView, ...errorReplies(409, 422) },
       },
-    }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await groups.joinTask(ctx, request.params.id, request.body) })));
+    }, async (request, reply) => runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await groups.joinTask(ctx, request.params.id, request.body) })));
 
     app.post('/task-groups/:id/close', {
       config: write,
@@ -97,7 +97,7 @@ export function groupRoutes(deps: AppDeps) {
         headers: schemas.idempotencyHeaders,
         response: { 200: schemas.groupView, ...errorReplies(422) },
       },
-    }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await groups.close(ctx, request.params.id, 'CLOSE') })));
+    }, async (request, reply) => runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await groups.close(ctx, request.params.id, 'CLOSE') })));
 
     app.post('/task-groups/:id/seal', {
       config: write,
@@ -108,7 +108,7 @@ export function groupRoutes(deps: AppDeps) {
         headers: schemas.idempotencyHeaders,
         response: { 200: schemas.groupView, ...errorReplies(409, 422) },
       },
-    }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await groups.close(ctx, request.params.id, 'SEAL') })));
+    }, async (request, reply) => runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await groups.close(ctx, request.params.id, 'SEAL') })));
 
     for (const [path, verdict] of [['accept', 'ACCEPTED'], ['reject', 'REJECTED']] as const) {
       app.post(`/task-groups/:id/tasks/:taskId/${path}`, {
@@ -124,7 +124,7 @@ export function groupRoutes(deps: AppDeps) {
           response: { 200: schemas.verdictReply, ...errorReplies(409, 422) },
         },
       }, async (request, reply) =>
-        runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await groups.giveVerdict(ctx, request.params.id, request.params.taskId, verdict) })));
+        runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await groups.giveVerdict(ctx, request.params.id, request.params.taskId, verdict) })));
     }
   };
 }

@@ -29,7 +29,7 @@ export function limitRoutes(deps: AppDeps) {
         response: { 200: schemas.spaceLimitsView, ...errorReplies(422) },
       },
     }, async (request, reply) => {
-      const sent = await runOperation(deps, request, reply, false, async (ctx) => ({
+      const sent = await runOperation(deps, request, reply, 'key-optional', async (ctx) => ({
         statusCode: 200,
         body: await updateSpaceLimits(ctx, request.principal!.space, request.principal!.org, request.body),
       }));

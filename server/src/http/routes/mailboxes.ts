@@ -33,7 +33,7 @@ export function mailboxRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const canCreate = hasPermission(request.principal!, 'resource_config');
-      return runOperation(deps, request, reply, true, async (ctx) => {
+      return runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await messages.createMailbox(ctx, request.body, canCreate);
         return { statusCode: result.created ? 201 : 200, body: result.view };
       });
@@ -64,7 +64,7 @@ export function mailboxRoutes(deps: AppDeps) {
         response: { 200: schemas.messageView, 201: schemas.messageView, ...errorReplies(409, 413, 422, 429) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => {
+      runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await messages.clientSend(ctx, request.params.id, request.body);
         return { statusCode: result.created ? 201 : 200, body: result.view };
       }),
@@ -84,7 +84,7 @@ export function mailboxRoutes(deps: AppDeps) {
     }, async (request, reply) => {
       // Each try is its own transaction; a message that becomes READY in a scope it claims from wakes the next.
       const first = readyTopicsOf(request.params.id, [request.body.scopeId], ['plain', 'task']);
-      const outcome = await pollClaim(deps, request, false, request.body.waitMs, first, 1, async (ctx) => {
+      const outcome = await pollClaim(deps, request, 'key-optional', request.body.waitMs, first, 1, async (ctx) => {
         const { delivery, wakeTopics } = await deliveries.recv(ctx, request.params.id, request.body);
         return { claimed: delivery, wakeTopics };
       });
@@ -101,7 +101,7 @@ export function mailboxRoutes(deps: AppDeps) {
         response: { 200: schemas.renewReply, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await messages.renew(ctx, request.params.id, request.body) })),
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await messages.renew(ctx, request.params.id, request.body) })),
     );
 
     app.post('/messages/:id/complete', {
@@ -112,7 +112,7 @@ export function mailboxRoutes(deps: AppDeps) {
         response: { 200: schemas.completeReply, ...errorReplies(409, 413, 422, 429) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await deliveries.complete(ctx, request.params.id, request.body) })),
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await deliveries.complete(ctx, request.params.id, request.body) })),
     );
 
     app.post('/messages/:id/nack', {
@@ -123,7 +123,7 @@ export function mailboxRoutes(deps: AppDeps) {
         response: { 200: schemas.nackReply, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await deliveries.nack(ctx, request.params.id, request.body) })),
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await deliveries.nack(ctx, request.params.id, request.body) })),
     );
   };
 }

@@ -35,7 +35,7 @@ export function poolRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const canCreate = hasPermission(request.principal!, 'resource_config');
-      return runOperation(deps, request, reply, true, async (ctx) => {
+      return runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await pools.createPool(ctx, request.body, canCreate);
         return { statusCode: result.created ? 201 : 200, body: result.view };
       });
@@ -63,7 +63,7 @@ export function poolRoutes(deps: AppDeps) {
       },
     }, async (request, reply) => {
       const canCreate = hasPermission(request.principal!, 'resource_config');
-      return runOperation(deps, request, reply, true, async (ctx) => {
+      return runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await pools.createWorkLimit(ctx, request.body, canCreate);
         return { statusCode: result.created ? 201 : 200, body: result.view };
       });

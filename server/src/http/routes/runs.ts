@@ -26,7 +26,7 @@ export function runRoutes(deps: AppDeps) {
         response: { 200: schemas.runView, 201: schemas.runView, ...errorReplies(409, 422, 429) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => {
+      runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await runs.createRun(ctx, request.body);
         return { statusCode: result.created ? 201 : 200, body: result.view };
       }),
@@ -48,7 +48,7 @@ export function runRoutes(deps: AppDeps) {
         config: write,
         schema: { tags, description, params: schemas.runParams, headers: schemas.idempotencyHeaders, response: { 200: schemas.runView, ...errorReplies(409, 422) } },
       }, async (request, reply) => {
-        const sent = await runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await apply(ctx, request.params.scopeId) }));
+        const sent = await runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await apply(ctx, request.params.scopeId) }));
         // What a cancel's own step left (its child runs' cascades, a large run's rest) follows at
         // once, not at the next sweep: it depends on no time (docs/design/0023-service-clock.md).
         if (path === 'cancel') deps.cascadeSoon();

@@ -33,7 +33,7 @@ export function taskRoutes(deps: AppDeps) {
         response: { 200: schemas.taskSubmitReply, 201: schemas.taskSubmitReply, ...errorReplies(409, 413, 422, 429) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => {
+      runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await tasks.submit(ctx, request.body);
         return { statusCode: result.created ? 201 : 200, body: result.reply };
       }),
@@ -65,17 +65,17 @@ export function taskRoutes(deps: AppDeps) {
         body: schemas.taskCancelBody,
         response: { 200: schemas.taskStateReply, ...errorReplies(409, 422) },
       },
-    }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await deliveries.cancelTask(ctx, request.params.id, request.body ?? {}) })));
+    }, async (request, reply) => runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await deliveries.cancelTask(ctx, request.params.id, request.body ?? {}) })));
 
     app.post('/tasks/:id/join', {
       config: write,
       schema: { tags, description: 'Subscribes subscriberId (idempotent); answers the task state.', params: schemas.idParams, headers: schemas.idempotencyHeaders, body: schemas.taskJoinBody, response: { 200: schemas.taskStateReply, ...errorReplies(422) } },
-    }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await tasks.join(ctx, request.params.id, request.body) })));
+    }, async (request, reply) => runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await tasks.join(ctx, request.params.id, request.body) })));
 
     app.post('/tasks/:id/detach', {
       config: write,
       schema: { tags, description: 'Unsubscribes subscriberId; zero subscribers does not cancel the task.', params: schemas.idParams, headers: schemas.idempotencyHeaders, body: schemas.taskDetachBody, response: { 200: schemas.taskDetachReply, ...errorReplies(422) } },
-    }, async (request, reply) => runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await tasks.detach(ctx, request.params.id, request.body) })));
+    }, async (request, reply) => runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await tasks.detach(ctx, request.params.id, request.body) })));
 
     app.get('/ops/tasks/:taskId', {
       config: { access: { anyOf: ['usage_read' as const] } },

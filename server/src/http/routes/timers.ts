@@ -28,7 +28,7 @@ export function timerRoutes(deps: AppDeps) {
         response: { 200: schemas.timerView, 201: schemas.timerView, ...errorReplies(409, 413, 422, 429) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, true, async (ctx) => {
+      runOperation(deps, request, reply, 'key-required', async (ctx) => {
         const result = await timers.arm(ctx, request.body);
         return { statusCode: result.created ? 201 : 200, body: result.view };
       }));
@@ -62,6 +62,6 @@ export function timerRoutes(deps: AppDeps) {
         response: { 200: schemas.timerView, ...errorReplies(409, 422) },
       },
     }, async (request, reply) =>
-      runOperation(deps, request, reply, false, async (ctx) => ({ statusCode: 200, body: await timers.cancel(ctx, request.params.id) })));
+      runOperation(deps, request, reply, 'key-optional', async (ctx) => ({ statusCode: 200, body: await timers.cancel(ctx, request.params.id) })));
   };
 }
