@@ -46,7 +46,10 @@ export async function startBatonServer(store: { databaseUrl: string } | { dataDi
     LOG_FORMAT: 'json',
     ...('databaseUrl' in store ? { DATABASE_URL: store.databaseUrl } : { DATABASE_URL: '', BATON_DATA_DIR: store.dataDir }),
   };
-  const child = spawn(process.execPath, [...tsNodeFlags, mainPath], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  // BENCH_SERVER_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops (open it
+  // in Chrome's DevTools, or summarise it with server/bench/cpu-profile-summary.ts).
+  const profile = process.env.BENCH_SERVER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, ...tsNodeFlags, mainPath], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   let exitCode: number | null | undefined;
   const exited = once(child, 'exit').then(([code]) => (exitCode = code as number | null));
   const baseUrl = `http://127.0.0.1:${port}`;
