@@ -1,16 +1,15 @@
 import { assert } from '../assert';
 import type { OpContext } from '../context';
-import { eventTypes, type NewEvent } from '../events/model';
+import type { NewEvent } from '../events/model';
 import type { ClaimRequest, Message } from '../messages/model';
 import { claim, leaseUntil, newToken } from '../messages/rules';
-import { receivableMailbox } from '../messages/service';
+import { claimedEvent, receivableMailbox } from '../messages/service';
 import { deliveryView } from '../messages/views';
 import { readyTopicsOf } from '../notifier';
 import type { AdmitBody, AdmittedDeliveryView } from '../schemas/admission';
 import * as taskHooks from '../tasks/service';
 import { together } from '../store/together';
 import type { Task } from '../tasks/model';
-import { isoFromMs } from '../time';
 import { claimResources, Shortages } from './claims';
 import { maxCandidatesPerAdmit, leasesOf, unlimitedLeases, type LeaseRoom, type ResourceKind } from './model';
 import { maxKeptSavepoints } from '../batches/items';
@@ -237,14 +236,7 @@ async function admittedDelivery(
 ): Promise<{ delivery: AdmittedDeliveryView; events: NewEvent[] }> {
   assert(message.state === 'CLAIMED' && message.taskId !== null, `admitted message ${message.id} is ${message.state}`);
   const claimed = claimedView(message.claimed);
-  const claimedEvent: NewEvent = {
-    type: eventTypes.messageClaimed,
-    aggregateType: 'mailbox',
-    aggregateId: message.mailboxId,
-    scopeId: message.scopeId,
-    data: { messageId: message.id, attempt: message.attempt, holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: scopeId, admitted: true, claimed },
-  };
-  const events = [...resourceEvents, claimedEvent, ...(await taskHooks.onClaimed(ctx, message, movedWithClaim, loaded)).events];
+  const events = [...resourceEvents, claimedEvent(message, scopeId, { claimed }), ...(await taskHooks.onClaimed(ctx, message, movedWithClaim, loaded)).events];
   const delivery: AdmittedDeliveryView = { ...deliveryView(message, token), taskId: message.taskId };
   return { delivery, events };
 }

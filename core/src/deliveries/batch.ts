@@ -1,14 +1,13 @@
 import { assert } from '../assert';
 import { eachItem, type ItemOutcome } from '../batches/items';
 import type { OpContext } from '../context';
-import { eventTypes, type NewEvent } from '../events/model';
+import type { NewEvent } from '../events/model';
 import { leaseUntil, newToken } from '../messages/rules';
-import { messageEvent, receivableMailbox, renew } from '../messages/service';
+import { claimedEvent, receivableMailbox, renew } from '../messages/service';
 import { deliveryView } from '../messages/views';
 import type { CompleteBody, CompleteReply, DeliveryView, NackBody, NackReply, RecvBody, RenewBody, RenewReply } from '../schemas/messages';
 import { together } from '../store/together';
 import * as tasks from '../tasks/service';
-import { isoFromMs } from '../time';
 import { readyTopicsOf } from '../notifier';
 import { complete, nack } from './lifecycle';
 import { PreloadedDeliveries } from './preload';
@@ -73,7 +72,7 @@ export async function recvMany(ctx: OpContext, mailboxId: string, body: RecvBody
     assert(k >= 0, `claimed message ${message.id} carries no token of this batch`);
     const task = message.taskId === null ? undefined : loaded.get(message.taskId);
     events.push(
-      messageEvent(message, eventTypes.messageClaimed, { holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: body.scopeId }),
+      claimedEvent(message, body.scopeId),
       ...(await tasks.onClaimed(ctx, message, undefined, task)).events,
     );
     views.push(deliveryView(message, tokens[k]!.token));

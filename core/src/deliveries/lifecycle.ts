@@ -4,7 +4,7 @@ import { conflict } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
 import { releaseResources } from '../admission/claims';
 import * as groups from '../groups/service';
-import { checkLease, checkPayloadSize, lockLease, messageEvent, readyEvent, receivableMailbox, send } from '../messages/service';
+import { checkLease, checkPayloadSize, claimedEvent, lockLease, messageEvent, readyEvent, receivableMailbox, send } from '../messages/service';
 import type { PreloadedDelivery } from './preload';
 import { acked, cancelled, failedAttempt, leaseUntil, newToken } from '../messages/rules';
 import type { ClaimRequest, Message, MessageState } from '../messages/model';
@@ -17,7 +17,6 @@ import { together } from '../store/together';
 import * as tasks from '../tasks/service';
 import { isTerminalTask, type Task } from '../tasks/model';
 import { defaultSpaceLimits } from '../tenancy/space-limits';
-import { isoFromMs } from '../time';
 import { readyTopicsOf } from '../notifier';
 
 /**
@@ -78,7 +77,7 @@ async function claimed(ctx: OpContext, options: ClaimOptions, token: string, mes
   if (!message) return undefined;
   const { events: taskEvents } = await tasks.onClaimed(ctx, message);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
-    messageEvent(message, eventTypes.messageClaimed, { holder: message.holder, holderSession: message.holderSession, leaseExpiresAt: isoFromMs(message.leaseExpiresAt!), claimScopeId: options.scopeIds[0] }),
+    claimedEvent(message, options.scopeIds[0]!),
     ...taskEvents,
   ]);
   return { message, token };

@@ -36,6 +36,20 @@ export const messageEvent = (m: Pick<Message, 'id' | 'mailboxId' | 'scopeId' | '
   data: { messageId: m.id, attempt: m.attempt, ...data },
 });
 
+/**
+ * message.claimed, however the claim came (recv, recv-batch, admit, admit-batch): who holds the
+ * lease until when, and the scope the claimer asked from (`claimScopeId`, which may be an
+ * ancestor of the message's own). An admission adds `admitted: true` and what it claimed.
+ */
+export const claimedEvent = (m: Message, claimScopeId: string, admission?: { claimed: unknown }): NewEvent =>
+  messageEvent(m, eventTypes.messageClaimed, {
+    holder: m.holder,
+    holderSession: m.holderSession,
+    leaseExpiresAt: isoFromMs(m.leaseExpiresAt!),
+    claimScopeId,
+    ...(admission === undefined ? {} : { admitted: true, claimed: admission.claimed }),
+  });
+
 /** The event of a message that became READY (sent, or given back): it wakes one poll that can take it (notifier.ts readyTopicOf). */
 export const readyEvent = (m: Pick<Message, 'id' | 'mailboxId' | 'scopeId' | 'attempt' | 'taskId'>, type: string, data: Record<string, unknown> = {}): NewEvent => ({
   ...messageEvent(m, type, data),
