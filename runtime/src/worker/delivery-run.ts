@@ -110,24 +110,26 @@ export class DeliveryRun<I = unknown, O = unknown> {
     this.markSettled();
   }
 
+  /**
+   * Asked when a complete or nack leaves (a flusher forms its request later than the handler
+   * returned): a finish that waited past the lease is withdrawn and reported lost, never sent.
+   */
+  private tokenUsable(): boolean {
+    return this.lease.beforeDeadline();
+  }
+
   private async complete(value: O): Promise<void> {
     const { messageId, taskId } = this.delivery;
     const item = value === undefined ? { messageId, token: this.token } : { messageId, token: this.token, result: { payload: value } };
-    const result = await this.options.requests.complete(item, this.tokenUsable);
+    const result = await this.options.requests.complete(item, () => this.tokenUsable());
     this.settleWith(result, 'complete', () => this.options.emit({ type: 'completed', messageId, taskId }));
   }
 
   private async nack(retry: boolean, reason: 'handler' | 'drain', cause?: unknown): Promise<void> {
     const { messageId, taskId } = this.delivery;
-    const result = await this.options.requests.nack({ messageId, token: this.token, retry }, this.tokenUsable);
+    const result = await this.options.requests.nack({ messageId, token: this.token, retry }, () => this.tokenUsable());
     this.settleWith(result, 'nack', () => this.options.emit({ type: 'failed', messageId, taskId, retry, reason, ...(cause === undefined ? {} : { error: cause }) }));
   }
-
-  /**
-   * Asked when a complete or nack leaves (a flusher forms its request later than the handler
-   * returned): a finish that waited past the lease is withdrawn and reported lost, never sent.
-   */
-  private readonly tokenUsable = (): boolean => this.lease.beforeDeadline();
 
   private settleWith(result: ItemResult<unknown>, stage: 'complete' | 'nack', onDone: () => void): void {
     if (result === withdrawn) return this.recordLeaseLost('EXPIRED');
