@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { claimLeaseBounds } from '@baton/core';
 import type { ApiErrorShape, ClaimApi, ClaimGrant } from './contract';
 import { systemClock, type RuntimeClock } from './clock';
+import { LeaseKeeper, type RenewAnswer } from './lease-keeper';
 
 /**
  * Claims from the holder's side (docs/design/0020-claims.md; docs/api.md "Claims"): hold a key exclusively
@@ -27,8 +28,6 @@ export const claimLeaseSecondsBounds: { readonly min: CoreLeaseBounds['minSecond
 };
 /** The default wait between acquire tries while another holds the key (`waitMs` > 0). */
 export const defaultClaimPollMs = 1_000;
-/** The shortest wait before retrying a failed renew; the lease deadline still bounds the retries. */
-const minRenewRetryMs = 250;
 /** The shortest wait between acquire tries: a lease about to run out is not polled in a busy loop. */
 const minClaimPollMs = 50;
 
@@ -220,31 +219,6 @@ function pollDelayMs(leaseExpiresAt: string | null, nowMs: number, pollMs: numbe
   return Math.min(pollMs, Math.max(minClaimPollMs, expiresAtMs - nowMs));
 }
 
-/**
- * The local lease deadline: the earlier of the server's leaseExpiresAt and "request sent + what
- * we asked for". Counting from the send (the server started the lease after it) and taking the
- * earlier bound both err towards stopping before the server gives the key to someone else, also
- * when the client's clock runs behind the server's.
- */
-function leaseDeadlineMs(leaseExpiresAt: string, sentAtMs: number, leaseSeconds: number): number {
-  const expiresAtMs = Date.parse(leaseExpiresAt);
-  const askedMs = sentAtMs + leaseSeconds * 1000;
-  return Number.isNaN(expiresAtMs) ? askedMs : Math.min(expiresAtMs, askedMs);
-}
-
-/** Renew a third of the way into the lease: two more tries fit before it runs out. */
-function renewAtMs(sentAtMs: number, deadlineMs: number): number {
-  return sentAtMs + Math.max(0, deadlineMs - sentAtMs) / 3;
-}
-
-async function sleepQuietly(clock: RuntimeClock, ms: number, signal: AbortSignal): Promise<void> {
-  try {
-    await clock.sleep(Math.max(0, ms), signal);
-  } catch {
-    // aborted: the caller looks at the state
-  }
-}
-
 type LeaseState =
   /** fn runs and the lease is renewed. */
   | 'held'
@@ -255,13 +229,10 @@ type LeaseState =
 
 type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
-/** One held claim: its renewer, its expiry watch, fn's signal and the release. */
+/** One held claim: its lease keeper (renewals and the deadline watch), fn's signal and the release. */
 class Lease {
   private state: LeaseState = 'held';
-  private deadlineMs: number;
-  private nextRenewAtMs: number;
-  /** Aborted the moment the lease leaves 'held': stops the renewer, the expiry watch and a renew in flight. */
-  private readonly stop = new AbortController();
+  private readonly keeper: LeaseKeeper;
   /** fn's signal: aborted on loss or on the caller's abort. */
   private readonly fnAbort = new AbortController();
   private lost: ClaimLostError | null = null;
@@ -269,20 +240,30 @@ class Lease {
   constructor(
     private readonly client: ClaimApi,
     private readonly grant: ClaimGrant,
-    private readonly leaseSeconds: number,
-    private readonly clock: RuntimeClock,
+    leaseSeconds: number,
+    clock: RuntimeClock,
     sentAtMs: number,
     private readonly emit: Emit,
   ) {
-    this.deadlineMs = leaseDeadlineMs(grant.leaseExpiresAt, sentAtMs, leaseSeconds);
-    this.nextRenewAtMs = renewAtMs(sentAtMs, this.deadlineMs);
+    this.keeper = new LeaseKeeper(
+      {
+        clock,
+        leaseSeconds,
+        renew: (signal) => this.renew(leaseSeconds, signal),
+        onRenewed: (leaseExpiresAt) => this.emit({ type: 'renewed', claimId: grant.id, leaseExpiresAt }),
+        onRenewFailed: (error, retryInMs) => this.emit({ type: 'renew_failed', claimId: grant.id, error, retryInMs }),
+        onLost: (reason) => this.lose(reason),
+      },
+      // The acquire was answered at once (CLAIM_HELD is a reply, not a wait), so its send bounds the grant.
+      { leaseExpiresAt: grant.leaseExpiresAt, countFromMs: sentAtMs },
+    );
   }
 
   async run<T>(fn: (claim: HeldClaim) => Promise<T>, callerSignal: AbortSignal | undefined): Promise<T> {
     const onCallerAbort = (): void => this.fnAbort.abort(callerSignal!.reason);
     if (callerSignal?.aborted) onCallerAbort();
     else callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
-    const loops = Promise.all([this.keepRenewing(), this.watchExpiry()]);
+    const kept = this.keeper.keep();
     let outcome: Settled<T>;
     try {
       outcome = { ok: true, value: await fn(this.held()) };
@@ -290,12 +271,12 @@ class Lease {
       outcome = { ok: false, error };
     }
     callerSignal?.removeEventListener('abort', onCallerAbort);
-    // fn may have run past the deadline while the expiry watch had not yet woken: judge now.
-    if (this.state === 'held' && this.clock.now() >= this.deadlineMs) this.lose('EXPIRED');
+    // fn may have run past the deadline while the deadline watch had not yet woken: judge now.
+    if (this.state === 'held' && !this.keeper.beforeDeadline()) this.lose('EXPIRED');
     if (this.state === 'held') this.state = 'ending';
-    this.stop.abort();
-    // Never renew after release: both loops have returned before the release leaves.
-    await loops;
+    this.keeper.stop();
+    // Never renew after release: the keeper's loops have returned before the release leaves.
+    await kept;
     if (this.state === 'ending') await this.release(outcome.ok);
     if (this.lost) {
       if (!outcome.ok) this.lost.cause = outcome.error; // fn most likely threw because its signal aborted
@@ -311,44 +292,16 @@ class Lease {
       claimKey: this.grant.claimKey,
       fencingToken: this.grant.fencingToken,
       signal: this.fnAbort.signal,
-      isHeld: () => this.state === 'held' && this.clock.now() < this.deadlineMs,
+      isHeld: () => this.state === 'held' && this.keeper.beforeDeadline(),
     };
   }
 
-  private async keepRenewing(): Promise<void> {
-    while (this.state === 'held') {
-      await sleepQuietly(this.clock, this.nextRenewAtMs - this.clock.now(), this.stop.signal);
-      if (this.state !== 'held') return;
-      await this.renewOnce();
-    }
-  }
-
-  private async renewOnce(): Promise<void> {
-    const sentAtMs = this.clock.now();
-    let leaseExpiresAt: string;
+  private async renew(leaseSeconds: number, signal: AbortSignal): Promise<RenewAnswer> {
     try {
-      ({ leaseExpiresAt } = await this.client.renewClaim(this.grant.id, { token: this.grant.token, leaseSeconds: this.leaseSeconds }, { signal: this.stop.signal }));
+      const { leaseExpiresAt } = await this.client.renewClaim(this.grant.id, { token: this.grant.token, leaseSeconds }, { signal });
+      return { ok: true, leaseExpiresAt };
     } catch (error) {
-      if (this.state !== 'held') return;
-      if (codeOf(error) === 'LEASE_LOST') return this.lose('LEASE_LOST');
-      // Try again well before the deadline; watchExpiry gives up for us when it passes.
-      const retryInMs = Math.max(minRenewRetryMs, (this.deadlineMs - this.clock.now()) / 3);
-      this.nextRenewAtMs = this.clock.now() + retryInMs;
-      this.emit({ type: 'renew_failed', claimId: this.grant.id, error, retryInMs });
-      return;
-    }
-    if (this.state !== 'held') return;
-    this.deadlineMs = leaseDeadlineMs(leaseExpiresAt, sentAtMs, this.leaseSeconds);
-    this.nextRenewAtMs = renewAtMs(sentAtMs, this.deadlineMs);
-    this.emit({ type: 'renewed', claimId: this.grant.id, leaseExpiresAt });
-  }
-
-  /** Sleeps to the local deadline; a renew that succeeded meanwhile has moved it, so look again. */
-  private async watchExpiry(): Promise<void> {
-    while (this.state === 'held') {
-      const leftMs = this.deadlineMs - this.clock.now();
-      if (leftMs <= 0) return this.lose('EXPIRED');
-      await sleepQuietly(this.clock, leftMs, this.stop.signal);
+      return { ok: false, leaseLost: codeOf(error) === 'LEASE_LOST', error };
     }
   }
 
@@ -356,7 +309,7 @@ class Lease {
     if (this.state === 'lost') return;
     this.state = 'lost';
     this.lost = new ClaimLostError(this.grant.claimKey, this.grant.id, this.grant.fencingToken, reason);
-    this.stop.abort();
+    this.keeper.stop();
     this.fnAbort.abort(this.lost);
     this.emit({ type: 'lost', claimId: this.grant.id, reason });
   }

@@ -62,8 +62,9 @@ interface Session {
   renewBlocked: Set<string>;
   /**
    * Per token, the lease deadline the runtime computes from what the seam handed it (the
-   * earlier of leaseExpiresAt and "heard + leaseSeconds", as worker.ts does): it must send no
-   * complete or nack with that token at or after it.
+   * earlier of leaseExpiresAt and "heard + leaseSeconds"; never earlier than the runtime's own,
+   * which counts a renewal from its send): it must send no complete or nack with that token at
+   * or after it.
    */
   believedDeadline: Map<string, number>;
 }
@@ -272,7 +273,8 @@ export class TaskWorker extends Agent {
 
   /**
    * What the runtime is handed for `token` (an admission, a renewal): the lease deadline it will
-   * compute from it is noted, as worker.ts computes it, for the runtime check.
+   * compute from it is noted (a bound on what runtime/src/lease-timing.ts computes), for the
+   * runtime check.
    */
   private handedOver<T extends { leaseExpiresAt: string }>(s: Session, token: string, reply: T): T {
     const deadlineMs = Math.min(Date.parse(reply.leaseExpiresAt), this.sim.scheduler.now() + s.workerLeaseSeconds * 1_000);

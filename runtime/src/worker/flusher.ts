@@ -1,5 +1,5 @@
-import type { RuntimeClock } from './clock';
-import type { ApiErrorShape } from './contract';
+import type { RuntimeClock } from '../clock';
+import type { ApiErrorShape } from '../contract';
 
 /** One item's answer from a flush: the single route's reply, or the error it (or the whole request) failed with. */
 export type ItemResult<T> = { ok: true; value: T } | { ok: false; error: ApiErrorShape | unknown };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { systemClock } from './clock';
+import { systemClock } from '../clock';
 import { Flusher, type ItemResult } from './flusher';
 
 /** A send whose requests the test answers one by one. */
