@@ -182,7 +182,8 @@ describe('the console in a browser', { timeout: 90_000 }, () => {
     // The request rate needs two readings of GET /usage, one refresh (5 s) apart.
     const rate = page.getByRole('img', { name: /^Requests a minute, read every 5 s: now \d[\d,]* a minute; lowest \d[\d,]* a minute, highest \d[\d,]* a minute over the last \d+ readings$/ });
     await rate.waitFor({ timeout: 15_000 });
-    expect(Number(await rate.getAttribute('data-points'))).toBeGreaterThanOrEqual(1);
+    // A third reading draws a line between two rates: what the screenshot shows.
+    await expect.poll(async () => Number(await rate.getAttribute('data-points')), { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
     await shot(page, 'overview');
     // A reload keeps the tab signed in: the key is still in its session storage.
     await page.reload();

@@ -17,7 +17,7 @@ interface Reading {
 }
 
 /** Five minutes of points at the overview's 5-second refresh. */
-export const pointsKept = 60;
+const pointsKept = 60;
 /** Closer readings than this (a refresh right after another) say too little about a rate. */
 const shortestGapMs = 1000;
 

@@ -5,7 +5,7 @@ import { useSpaceId } from '../components/layout';
 import { LiveBadge, usePoll } from '../components/poll';
 import { Sparkline } from '../components/sparkline';
 import { ErrorNote, Needs, PageTitle, UsageMeter } from '../components/ui';
-import { recordRequestCount, requestRateHistory } from '../api/request-rate';
+import { recordRequestCount, requestRateHistory, type RatePoint } from '../api/request-rate';
 
 interface OverviewData {
   census: Census;
@@ -39,7 +39,7 @@ function OverviewBody() {
     recordRequestCount(orgId, { atMs: Date.now(), requestsThisMinute: usage.requestsThisMinute });
     return { census, usage, limits };
   }, [spaceId]);
-  const rates = requestRateHistory(orgId).map((p) => p.requestsPerMinute);
+  const rates = requestRateHistory(orgId);
   const { data } = polled;
   return (
     <>
@@ -110,20 +110,29 @@ function OverviewBody() {
   );
 }
 
+/** The stretch of time the sparkline spans (what api/request-rate.ts keeps at a 5 s refresh). */
+const rateWindowMs = 5 * 60_000;
+
 const perMinute = (v: number): string => `${Math.round(v).toLocaleString('en-US')} a minute`;
 
 /** The request rate between the overview's readings of GET /usage (api/request-rate.ts): the API keeps no history. */
-function RequestRate({ rates }: { rates: number[] }) {
+function RequestRate({ rates }: { rates: RatePoint[] }) {
   return (
     <figure class="rate">
       <figcaption>
         Request rate (whole organization, this console's own calls included)
-        {rates.length > 0 ? `: ${perMinute(rates[rates.length - 1]!)} now` : ''}
+        {rates.length > 0 ? `: ${perMinute(rates[rates.length - 1]!.requestsPerMinute)} now` : ''}
       </figcaption>
       {rates.length === 0 ? (
         <p class="note">Measured from the next refresh on: GET /usage gives this minute's count, and a rate takes two readings.</p>
       ) : (
-        <Sparkline values={rates} label="Requests a minute, read every 5 s" describe={perMinute} />
+        <>
+          <Sparkline points={rates.map((r) => ({ atMs: r.atMs, value: r.requestsPerMinute }))} windowMs={rateWindowMs} label="Requests a minute, read every 5 s" describe={perMinute} />
+          <p class="rate-axis" aria-hidden="true">
+            <span>5 min ago</span>
+            <span>now</span>
+          </p>
+        </>
       )}
     </figure>
   );
