@@ -40,7 +40,17 @@ export class WaitLineFollower {
     private readonly allowanceId: string,
   ) {}
 
-  async read(): Promise<WaitLine> {
+  private reading: Promise<WaitLine> | undefined;
+
+  /** One read at a time: two following the journal from the same cursor could replay a join after its leave. */
+  read(): Promise<WaitLine> {
+    this.reading ??= this.readOnce().finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  private async readOnce(): Promise<WaitLine> {
     const caughtUp = await this.follow();
     const front = [...this.inLine.keys()].slice(0, waitersShown);
     const read = await Promise.all(

@@ -41,9 +41,17 @@ export function TaskGroups() {
     };
     const action: Column<TaskGroup> = {
       header: 'Action',
-      cell: (g) =>
+      cell: (g, refresh) =>
         g.state === 'OPEN' ? (
-          <ConfirmButton label="Close group" question="Close this group? No member can be added any more; it is decided on the members it has." confirmLabel="Yes, close it" onConfirm={close(g)} />
+          <ConfirmButton
+            label="Close group"
+            question="Close this group? No member can be added any more; it is decided on the members it has."
+            confirmLabel="Yes, close it"
+            onConfirm={async () => {
+              await close(g)();
+              refresh();
+            }}
+          />
         ) : (
           '—'
         ),
