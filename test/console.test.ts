@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { MemoryStore, SystemClock, type Store } from '@baton/core';
 import { createBaton, openStore, type Baton } from '@baton-coordination/server';
 import { ConfigError, loadConfig } from '@baton-coordination/server/config';
+import axe from 'axe-core';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -11,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * The operator console (docs/console.md) in a real browser: Debian's chromium driven by
  * playwright-core, against a live server on embedded PGlite with seeded data. Each view's
  * screenshot is written to docs/console/, which docs/console.md shows. Needs the console built
- * (npm test builds first) and chromium at /usr/bin/chromium (.ci/run installs it).
+ * (npm test builds first) and chromium at /usr/bin/chromium (.ci/run installs it). Every view
+ * screenshot is also audited by axe-core: a serious or critical violation fails the test.
  */
 const chromiumPath = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium';
 const shots = new URL('../docs/console/', import.meta.url).pathname;
@@ -100,7 +102,30 @@ async function signIn(key: string, path = '/console'): Promise<Page> {
   return page;
 }
 
-const shot = (page: Page, name: string): Promise<Buffer> => page.screenshot({ path: `${shots}${name}.png`, fullPage: true });
+/**
+ * axe-core's audit of what the page shows now: its serious and critical violations (WCAG A and AA
+ * rules and axe's best practices). The script is evaluated over the DevTools protocol, which the
+ * page's CSP does not govern: the console's own CSP stays as served.
+ */
+async function graveViolations(page: Page, view: string): Promise<string[]> {
+  if (!(await page.evaluate("typeof window.axe === 'object'"))) await page.evaluate(axe.source);
+  const result = (await page.evaluate('window.axe.run(document)')) as axe.AxeResults;
+  if (process.env.AXE_LOG) console.info(`axe ${view}: ${result.passes.length} rules pass; violations: ${result.violations.map((v) => `${v.id} (${v.impact})`).join(', ') || 'none'}; to review: ${result.incomplete.map((v) => v.id).join(', ') || 'none'}`);
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help}; at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/** Fails on any serious or critical violation, naming the view. */
+async function audit(page: Page, view: string): Promise<void> {
+  expect({ view, violations: await graveViolations(page, view) }).toEqual({ view, violations: [] });
+}
+
+/** The view's screenshot for docs/console/, after its accessibility audit. */
+async function shot(page: Page, name: string): Promise<void> {
+  await audit(page, name);
+  await page.screenshot({ path: `${shots}${name}.png`, fullPage: true });
+}
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true });
@@ -154,6 +179,11 @@ describe('the console in a browser', { timeout: 90_000 }, () => {
     await expect.poll(() => tasksRow.textContent()).toMatch(/^tasks5/);
     expect(await tasksRow.textContent()).toMatch(/SUCCEEDED 1/);
     expect(await page.getByText('Active tasks').count()).toBe(1);
+    // The request rate needs two readings of GET /usage, one refresh (5 s) apart.
+    const rate = page.getByRole('img', { name: /^Requests a minute, read every 5 s: now \d[\d,]* a minute; lowest \d[\d,]* a minute, highest \d[\d,]* a minute over the last \d+ readings$/ });
+    await rate.waitFor({ timeout: 15_000 });
+    // A third reading draws a line between two rates: what the screenshot shows.
+    await expect.poll(async () => Number(await rate.getAttribute('data-points')), { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
     await shot(page, 'overview');
     // A reload keeps the tab signed in: the key is still in its session storage.
     await page.reload();
@@ -326,6 +356,125 @@ describe('the console in a browser', { timeout: 90_000 }, () => {
     await page.context().close();
   });
 
+  it("shows a task group's page: members with their verdicts, the decision, and Close there", async () => {
+    const v1 = (path: string, body?: unknown): Promise<any> => call(body === undefined ? 'GET' : 'POST', `/v1/spaces/${a.spaceId}${path}`, a.key, body);
+    const votes = await v1('/mailboxes', { name: 'release-votes' });
+    const group = await v1('/task-groups', { mailboxId: votes.id, condition: 'N_ACCEPTED', threshold: 2, parentScopeId: a.scopeId });
+    const first = await v1(`/task-groups/${group.groupId}/tasks`, { taskKey: 'vote-a', input: { voter: 'a' } });
+    await v1(`/task-groups/${group.groupId}/tasks`, { taskKey: 'vote-b', input: { voter: 'b' } });
+    const worker = { holder: 'agent-8', holderSession: randomUUID() };
+    const admitted = await v1('/tasks/admit', { scopeId: group.scopeId, mailboxId: votes.id, ...worker });
+    await v1(`/messages/${admitted.messageId}/complete`, { token: admitted.token, result: { payload: { vote: 'yes' } } });
+    await v1(`/task-groups/${group.groupId}/tasks/${first.taskId}/accept`, {});
+
+    const reader = await signIn(a.readKey);
+    await reader.goto(`${baseUrl}/console/spaces/${a.spaceId}/task-groups/${group.groupId}`);
+    await reader.locator('tr[data-member="vote-a"]').waitFor();
+    expect(await reader.locator('button.danger').count()).toBe(0);
+    await reader.context().close();
+
+    const page = await signIn(a.key);
+    await page.goto(`${baseUrl}/console/spaces/${a.spaceId}/task-groups`);
+    await page.getByRole('link', { name: group.groupId }).click();
+    await page.getByRole('heading', { name: 'Task group' }).waitFor();
+    const voteA = page.locator('tr[data-member="vote-a"]');
+    await voteA.waitFor();
+    expect(await voteA.locator('td').allTextContents()).toEqual(['SUCCEEDED', 'ACCEPTED', expect.any(String)]);
+    expect((await page.locator('tr[data-member="vote-b"] td').allTextContents()).slice(0, 2)).toEqual(['PENDING', 'PENDING']);
+    expect(await page.locator('[data-decision]').getAttribute('data-decision')).toBe('none');
+    expect(await page.getByText('N_ACCEPTED (threshold 2)').count()).toBe(1);
+    await shot(page, 'task-group');
+    await page.getByRole('button', { name: 'Close group' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Yes, close it' }).click();
+    await page.locator('.task-head .state-sealed').waitFor();
+    expect((await v1(`/task-groups/${group.groupId}`)).state).toBe('SEALED');
+    expect(await page.getByRole('button', { name: 'Close group' }).count()).toBe(0);
+    // A member's link opens its task page.
+    await voteA.getByRole('link', { name: 'vote-a' }).click();
+    await page.getByRole('heading', { name: 'Task vote-a' }).waitFor();
+    await page.context().close();
+  });
+
+  it("voids a budget's reservation after a confirmation, through the API; a read-only key sees no Void", async () => {
+    const v1 = (path: string, body?: unknown): Promise<any> => call(body === undefined ? 'GET' : 'POST', `/v1/spaces/${a.spaceId}${path}`, a.key, body);
+    const usd = ((await v1('/budgets')).items as Array<{ id: string; name: string }>).find((x) => x.name === 'usd')!;
+    const reservation = await v1(`/budgets/${usd.id}/reserve`, { scopeId: a.scopeId, holder: 'agent-9', amountMinor: '1200' });
+
+    const reader = await signIn(a.readKey);
+    await reader.goto(`${baseUrl}/console/spaces/${a.spaceId}/budgets/${usd.id}`);
+    await reader.locator(`tr[data-row="${reservation.id}"]`).waitFor();
+    expect(await reader.locator('button.danger').count()).toBe(0);
+    await reader.context().close();
+
+    const page = await signIn(a.key);
+    await page.goto(`${baseUrl}/console/spaces/${a.spaceId}/budgets`);
+    await page.getByRole('link', { name: 'usd' }).click();
+    await page.getByRole('heading', { name: 'Budget usd' }).waitFor();
+    const row = page.locator(`tr[data-row="${reservation.id}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain('12.00 USD');
+    await shot(page, 'budget');
+    await row.getByRole('button', { name: 'Void reservation' }).click();
+    const dialog = row.getByRole('dialog');
+    await dialog.getByRole('button', { name: 'Keep it' }).click();
+    expect((await v1(`/budgets/${usd.id}/reservations/${reservation.id}`)).state).toBe('ACTIVE');
+    await row.getByRole('button', { name: 'Void reservation' }).click();
+    expect(await dialog.textContent()).toContain("Void the unspent 12.00 USD of agent-9's reservation?");
+    await dialog.getByRole('button', { name: 'Yes, void it' }).click();
+    // The list shows ACTIVE reservations: the voided one leaves it, the seeded one stays.
+    await row.waitFor({ state: 'detached' });
+    expect(await page.locator('tbody tr').count()).toBe(1);
+    const voided = await v1(`/budgets/${usd.id}/reservations/${reservation.id}`);
+    expect({ state: voided.state, remainingMinor: voided.remainingMinor }).toEqual({ state: 'VOIDED', remainingMinor: '0' });
+    await page.getByLabel('State').selectOption('SETTLED,VOIDED');
+    await page.locator(`tr[data-row="${reservation.id}"] .state-voided`).waitFor();
+    await page.context().close();
+  });
+
+  it("cancels an allowance waiter after a confirmation, through the API; a read-only key sees no Cancel", async () => {
+    const v1 = (path: string, body?: unknown): Promise<any> => call(body === undefined ? 'GET' : 'POST', `/v1/spaces/${a.spaceId}${path}`, a.key, body);
+    const tokens = ((await v1('/allowances')).items as Array<{ id: string; name: string; availableUnits: number }>).find((x) => x.name === 'llm-tokens')!;
+    // More units than the window has left: the waiter stays in line.
+    const waiter = await v1(`/allowances/${tokens.id}/wait`, { scopeId: a.scopeId, units: tokens.availableUnits + 1, holder: 'agent-9' });
+    expect(waiter.state).toBe('WAITING');
+
+    const reader = await signIn(a.readKey);
+    await reader.goto(`${baseUrl}/console/spaces/${a.spaceId}/allowances/${tokens.id}`);
+    await reader.locator(`tr[data-waiter="${waiter.id}"]`).waitFor();
+    expect(await reader.locator('button.danger').count()).toBe(0);
+    await reader.context().close();
+
+    const page = await signIn(a.key);
+    await page.goto(`${baseUrl}/console/spaces/${a.spaceId}/allowances`);
+    await page.getByRole('link', { name: 'llm-tokens' }).click();
+    await page.getByRole('heading', { name: 'Allowance llm-tokens' }).waitFor();
+    const row = page.locator(`tr[data-waiter="${waiter.id}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain('agent-9');
+    expect(await page.locator('[data-fact="waiting"]').textContent()).toBe('1');
+    await shot(page, 'allowance');
+    await row.getByRole('button', { name: 'Cancel waiter' }).click();
+    await row.getByRole('dialog').getByRole('button', { name: 'Keep it' }).click();
+    expect((await v1(`/allowance-waiters/${waiter.id}`)).state).toBe('WAITING');
+    await row.getByRole('button', { name: 'Cancel waiter' }).click();
+    await row.getByRole('dialog').getByRole('button', { name: 'Yes, cancel the wait' }).click();
+    await page.getByText('Nobody waits in line.').waitFor();
+    expect((await v1(`/allowance-waiters/${waiter.id}`)).state).toBe('CANCELLED');
+    expect(await page.locator('[data-fact="waiting"]').textContent()).toBe('0');
+    await page.context().close();
+  });
+
+  it('fails the accessibility audit on a page with a violation (the audit is not blind)', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${baseUrl}/console`);
+    await page.getByLabel('API key').waitFor();
+    // An input with no label: axe's "label" rule, critical.
+    await page.evaluate("document.querySelector('form').append(document.createElement('input'))");
+    expect(await graveViolations(page, 'sign-in with an unlabelled input')).toEqual([expect.stringMatching(/^label \(critical\): Form elements must have labels; at input:nth-child\(\d+\)$/)]);
+    await context.close();
+  });
+
   it('shows a key of another organization nothing of this one', async () => {
     const page = await signIn(b.key);
     expect(await page.getByRole('link', { name: 'acme-main' }).count()).toBe(0);
@@ -378,6 +527,7 @@ describe('the console in a browser', { timeout: 90_000 }, () => {
     await page.getByRole('alert').waitFor();
     expect(await page.getByRole('alert').textContent()).toMatch(/unknown or revoked/);
     expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    await audit(page, 'sign-in');
     await context.close();
   });
 });

@@ -12,12 +12,15 @@ import { Tasks } from './views/tasks';
 import { TaskPage } from './views/task-page';
 import { LiveEvents } from './views/live-events';
 import { Budgets } from './views/budgets';
+import { BudgetPage } from './views/budget-page';
 import { Allowances } from './views/allowances';
+import { AllowancePage } from './views/allowance-page';
 import { Pools } from './views/pools';
 import { Claims } from './views/claims';
 import { Destinations } from './views/destinations';
 import { NotFound } from './views/not-found';
 import { TaskGroups } from './views/task-groups';
+import { TaskGroupPage } from './views/task-group-page';
 import { BarriersAndTimers } from './views/barriers';
 import { RunFinder, RunPage } from './views/run-page';
 import { OperatorConsole } from './views/operator';
@@ -85,9 +88,12 @@ function KeyConsole() {
             <Route path={`${spacePath}/runs`} component={RunFinder} />
             <Route path={`${spacePath}/runs/:scopeId`} component={RunPage} />
             <Route path={`${spacePath}/task-groups`} component={TaskGroups} />
+            <Route path={`${spacePath}/task-groups/:groupId`} component={TaskGroupPage} />
             <Route path={`${spacePath}/barriers`} component={BarriersAndTimers} />
             <Route path={`${spacePath}/budgets`} component={Budgets} />
+            <Route path={`${spacePath}/budgets/:budgetId`} component={BudgetPage} />
             <Route path={`${spacePath}/allowances`} component={Allowances} />
+            <Route path={`${spacePath}/allowances/:allowanceId`} component={AllowancePage} />
             <Route path={`${spacePath}/pools`} component={Pools} />
             <Route path={`${spacePath}/claims`} component={Claims} />
             <Route path={`${spacePath}/destinations`} component={Destinations} />

@@ -22,3 +22,5 @@ export type Timer = Schemas['Timer'];
 export type WorkLimit = Schemas['WorkLimit'];
 export type DeliveryAttempt = Schemas['DeliveryAttempt'];
 export type RunDetail = Schemas['RunDetail'];
+export type Reservation = Schemas['Reservation'];
+export type AllowanceWaiter = Schemas['AllowanceWaiter'];

@@ -5,7 +5,8 @@ import { ErrorNote } from './ui';
 
 export interface Column<T> {
   header: string;
-  cell(item: T): ComponentChild;
+  /** `refresh` reloads the page shown now: for a cell whose action changed the item. */
+  cell(item: T, refresh: () => void): ComponentChild;
   numeric?: boolean;
 }
 
@@ -45,11 +46,11 @@ export function PagedTable<T>({ load, deps, columns, caption, empty, rowKey }: {
                 {columns.map((c, i) =>
                   i === 0 ? (
                     <th key={c.header} scope="row">
-                      {c.cell(item)}
+                      {c.cell(item, polled.refresh)}
                     </th>
                   ) : (
                     <td key={c.header} class={c.numeric ? 'number' : undefined}>
-                      {c.cell(item)}
+                      {c.cell(item, polled.refresh)}
                     </td>
                   ),
                 )}

@@ -19,10 +19,16 @@ export function usePoll<T>(load: () => Promise<T>, deps: unknown[], intervalMs =
   const [tick, setTick] = useState(0);
   const loadRef = useRef(load);
   loadRef.current = load;
+  const shownFor = useRef<unknown[] | undefined>(undefined);
   useEffect(() => {
-    // Another thing to show (another id, page or filter): what was shown is not its answer.
-    setData(undefined);
-    setError(undefined);
+    // Another thing to show (another id, page or filter): what was shown is not its answer. A
+    // refresh of the same thing (after an action) keeps it on screen until the new answer.
+    const same = shownFor.current !== undefined && shownFor.current.length === deps.length && shownFor.current.every((d, i) => Object.is(d, deps[i]));
+    shownFor.current = deps;
+    if (!same) {
+      setData(undefined);
+      setError(undefined);
+    }
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const run = async (): Promise<void> => {

@@ -5,8 +5,8 @@ import { useSpaceId } from '../components/layout';
 import { PagedTable, type Column } from '../components/paged-table';
 import { Needs, PageTitle, when } from '../components/ui';
 
-const columns: Array<Column<Allowance>> = [
-  { header: 'Allowance', cell: (a) => a.name },
+const columns = (spaceId: string): Array<Column<Allowance>> => [
+  { header: 'Allowance', cell: (a) => <a href={`/console/spaces/${spaceId}/allowances/${a.id}`}>{a.name}</a> },
   { header: 'Used', cell: (a) => `${a.usedUnits} of ${a.unitsLimit}`, numeric: true },
   { header: 'Available', cell: (a) => a.availableUnits, numeric: true },
   { header: 'Window', cell: (a) => `${a.windowSeconds} s from ${when(a.windowStartsAt)}` },
@@ -25,7 +25,7 @@ export function Allowances() {
         <PagedTable
           deps={[spaceId]}
           load={(cursor) => api.GET('/v1/spaces/{spaceId}/allowances', { params: { path: { spaceId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }).then(unwrap)}
-          columns={columns}
+          columns={columns(spaceId)}
           caption="Allowances with their window, cooldown and wait line, 50 a page."
           empty="This space has no allowance."
           rowKey={(a) => a.name}

@@ -5,8 +5,8 @@ import { useSpaceId } from '../components/layout';
 import { PagedTable, type Column } from '../components/paged-table';
 import { money, Needs, PageTitle } from '../components/ui';
 
-const columns: Array<Column<Budget>> = [
-  { header: 'Budget', cell: (b) => b.name },
+const columns = (spaceId: string): Array<Column<Budget>> => [
+  { header: 'Budget', cell: (b) => <a href={`/console/spaces/${spaceId}/budgets/${b.id}`}>{b.name}</a> },
   { header: 'Limit', cell: (b) => money(b.limitMinor, b.scale, b.currency), numeric: true },
   { header: 'Reserved', cell: (b) => money(b.reservedMinor, b.scale, b.currency), numeric: true },
   { header: 'Settled', cell: (b) => money(b.settledMinor, b.scale, b.currency), numeric: true },
@@ -25,7 +25,7 @@ export function Budgets() {
         <PagedTable
           deps={[spaceId]}
           load={(cursor) => api.GET('/v1/spaces/{spaceId}/budgets', { params: { path: { spaceId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }).then(unwrap)}
-          columns={columns}
+          columns={columns(spaceId)}
           caption="Budgets with their balances, 50 a page."
           empty="This space has no budget."
           rowKey={(b) => b.name}

@@ -3,7 +3,9 @@ import type { Census, SpaceLimits, Usage } from '../api/types';
 import { useSignedIn } from '../console-context';
 import { useSpaceId } from '../components/layout';
 import { LiveBadge, usePoll } from '../components/poll';
+import { Sparkline } from '../components/sparkline';
 import { ErrorNote, Needs, PageTitle, UsageMeter } from '../components/ui';
+import { recordRequestCount, requestRateHistory, type RatePoint } from '../api/request-rate';
 
 interface OverviewData {
   census: Census;
@@ -24,8 +26,9 @@ export function Overview() {
 }
 
 function OverviewBody() {
-  const { api } = useSignedIn();
+  const { api, session } = useSignedIn();
   const spaceId = useSpaceId();
+  const orgId = session.org.id;
   const path = { spaceId };
   const polled = usePoll<OverviewData>(async () => {
     const [census, usage, limits] = await Promise.all([
@@ -33,8 +36,10 @@ function OverviewBody() {
       api.GET('/v1/spaces/{spaceId}/usage', { params: { path } }).then(unwrap),
       api.GET('/v1/spaces/{spaceId}/limits', { params: { path } }).then(unwrap),
     ]);
+    recordRequestCount(orgId, { atMs: Date.now(), requestsThisMinute: usage.requestsThisMinute });
     return { census, usage, limits };
   }, [spaceId]);
+  const rates = requestRateHistory(orgId);
   const { data } = polled;
   return (
     <>
@@ -48,6 +53,7 @@ function OverviewBody() {
             </h2>
             <UsageMeter label="Operations this month" used={data.usage.operations} limit={data.usage.operationsLimit} />
             <UsageMeter label="Requests this minute" used={data.usage.requestsThisMinute} limit={data.usage.planLimits.requestsPerMinute} />
+            <RequestRate rates={rates} />
             <UsageMeter label="Active tasks" used={data.usage.activeTasks} limit={data.usage.planLimits.activeTasks} />
             <UsageMeter label="Active runs" used={data.usage.activeRuns} limit={data.usage.planLimits.activeRuns} />
             <UsageMeter label="Agents at once (live leases)" used={data.usage.liveLeases} limit={data.usage.planLimits.agentsAtOnce} />
@@ -101,5 +107,33 @@ function OverviewBody() {
         </div>
       )}
     </>
+  );
+}
+
+/** The stretch of time the sparkline spans (what api/request-rate.ts keeps at a 5 s refresh). */
+const rateWindowMs = 5 * 60_000;
+
+const perMinute = (v: number): string => `${Math.round(v).toLocaleString('en-US')} a minute`;
+
+/** The request rate between the overview's readings of GET /usage (api/request-rate.ts): the API keeps no history. */
+function RequestRate({ rates }: { rates: RatePoint[] }) {
+  return (
+    <figure class="rate">
+      <figcaption>
+        Request rate (whole organization, this console's own calls included)
+        {rates.length > 0 ? `: ${perMinute(rates[rates.length - 1]!.requestsPerMinute)} now` : ''}
+      </figcaption>
+      {rates.length === 0 ? (
+        <p class="note">Measured from the next refresh on: GET /usage gives this minute's count, and a rate takes two readings.</p>
+      ) : (
+        <>
+          <Sparkline points={rates.map((r) => ({ atMs: r.atMs, value: r.requestsPerMinute }))} windowMs={rateWindowMs} label="Requests a minute, read every 5 s" describe={perMinute} />
+          <p class="rate-axis" aria-hidden="true">
+            <span>5 min ago</span>
+            <span>now</span>
+          </p>
+        </>
+      )}
+    </figure>
   );
 }

@@ -13,8 +13,15 @@ function verdicts(g: TaskGroup): string {
   return [...counts].map(([verdict, n]) => `${verdict} ${n}`).join(', ') || 'no member yet';
 }
 
-const columns: Array<Column<TaskGroup>> = [
-  { header: 'Group', cell: (g) => <code class="id">{g.id}</code> },
+const columns = (spaceId: string): Array<Column<TaskGroup>> => [
+  {
+    header: 'Group',
+    cell: (g) => (
+      <a href={`/console/spaces/${spaceId}/task-groups/${g.id}`}>
+        <code class="id">{g.id}</code>
+      </a>
+    ),
+  },
   { header: 'State', cell: (g) => <StateBadge state={g.state} /> },
   { header: 'Condition', cell: (g) => `${g.condition}${g.threshold !== null ? ` (${g.threshold})` : ''}` },
   { header: 'Members', cell: (g) => `${g.members.length}${g.expectedMembers !== null ? ` of ${g.expectedMembers}` : ''}`, numeric: true },
@@ -28,20 +35,28 @@ export function TaskGroups() {
   const spaceId = useSpaceId();
   const canWrite = useCan('coordination_write');
   const shown = useMemo<Array<Column<TaskGroup>>>(() => {
-    if (!canWrite) return columns;
+    if (!canWrite) return columns(spaceId);
     const close = (g: TaskGroup) => async (): Promise<void> => {
       await api.POST('/v1/spaces/{spaceId}/task-groups/{id}/close', { params: { path: { spaceId, id: g.id }, header: { 'Idempotency-Key': crypto.randomUUID() } } }).then(unwrap);
     };
     const action: Column<TaskGroup> = {
       header: 'Action',
-      cell: (g) =>
+      cell: (g, refresh) =>
         g.state === 'OPEN' ? (
-          <ConfirmButton label="Close group" question="Close this group? No member can be added any more; it is decided on the members it has." confirmLabel="Yes, close it" onConfirm={close(g)} />
+          <ConfirmButton
+            label="Close group"
+            question="Close this group? No member can be added any more; it is decided on the members it has."
+            confirmLabel="Yes, close it"
+            onConfirm={async () => {
+              await close(g)();
+              refresh();
+            }}
+          />
         ) : (
           '—'
         ),
     };
-    return [...columns, action];
+    return [...columns(spaceId), action];
   }, [api, spaceId, canWrite]);
   return (
     <section>
