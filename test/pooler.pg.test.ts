@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SystemClock } from '@baton/core';
+import { PgNotifier } from '@baton/server/notify/pg-notifier';
 import { probeSessions } from '@baton/server/store/sql/pooler-check';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { PgBouncer } from './support/pgbouncer';
@@ -174,6 +176,23 @@ describe.runIf(postgresUrl())('Baton behind PgBouncer', () => {
       }
     }, 120_000);
   });
+
+  it('a notifier whose LISTEN went through a transaction pooler after start says so, naming BATON_NOTIFY_DATABASE_URL; through session mode it hears itself', async () => {
+    const heard = async (url: string): Promise<string[]> => {
+      const errors: string[] = [];
+      const logger = { info: () => undefined, warn: () => undefined, error: (_obj: object, msg: string) => void errors.push(msg) };
+      const notifier = await PgNotifier.start({ url, clock: new SystemClock(), logger });
+      try {
+        await new Promise((r) => setTimeout(r, 5_500));
+        return errors;
+      } finally {
+        await notifier.close();
+      }
+    };
+    const [deaf, hearing] = await Promise.all([heard(bouncer.url('transaction')), heard(bouncer.url('session'))]);
+    expect(deaf).toEqual([expect.stringMatching(/LISTEN does not hear its own notification.*Set BATON_NOTIFY_DATABASE_URL/)]);
+    expect(hearing).toEqual([]);
+  }, 30_000);
 
   it('refuses at start what would fail later, naming the fix', async () => {
     // Prepared statements through a transaction pooler.
