@@ -4,7 +4,7 @@ import { SystemClock } from '@baton/core';
 import { PgNotifier } from '@baton/server/notify/pg-notifier';
 import { probeSessions } from '@baton/server/store/sql/pooler-check';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
-import { PgBouncer } from './support/pgbouncer';
+import { PgBouncer } from '@baton/server/testing/pgbouncer';
 import { killServerProcess, startServerProcess, stopAllServerProcesses, stopServerProcess, type ServerProcess } from './support/server-process';
 
 /**

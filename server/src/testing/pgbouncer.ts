@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
- * A PgBouncer process of a test's own (Debian's `pgbouncer` package; .ci/run installs it), in a
- * temporary directory on a free port, in front of one database: `session` and `transaction`
+ * A PgBouncer process of a run's own (test/pooler.pg.test.ts, the peers bench's pooler modes;
+ * Debian's `pgbouncer` package, which .ci/run installs), in a temporary directory on a free port,
+ * in front of one database: `session` and `transaction`
  * are two names of that database on it, pooled in the mode they say, with PgBouncer's defaults
  * otherwise (no ignore_startup_parameters, no max_prepared_statements): what a deployment gets.
  * Not the Debian service: its port 6432 and configuration stay untouched.
@@ -26,6 +27,11 @@ export class PgBouncer {
   url(mode: 'session' | 'transaction'): string {
     const auth = this.password ? `${encodeURIComponent(this.user)}:${encodeURIComponent(this.password)}` : encodeURIComponent(this.user);
     return `postgres://${auth}@127.0.0.1:${this.port}/${mode}`;
+  }
+
+  /** The PgBouncer process: the bench reads its CPU. */
+  get pid(): number {
+    return this.child.pid!;
   }
 
   /** PgBouncer's log so far, for a failure's message. */
