@@ -64,9 +64,9 @@ export class PgDriver implements SqlDriver {
    * compilation for 1 ms of work. Today's hot statements never reach JIT: measured under EXPLAIN
    * at a backlog of 2,000 READY tasks (test/hot-plans.pg.test.ts), the costliest of their 82
    * plans is estimated at 235, and JIT starts at jit_above_cost 100,000, so with jit on they
-   * run the same. The SET guards against a plan gone wrong, at one statement per new connection. Through a transaction
-   * pooler a session SET would land on whichever session ran it, so it is not sent there;
-   * `ALTER ROLE … SET jit = off` gives the same guard in every mode.
+   * run the same. The SET guards against a plan gone wrong, at one statement per new
+   * connection. Through a transaction pooler a session SET would land on whichever session ran
+   * it, so it is not sent there; `ALTER ROLE … SET jit = off` gives the same guard in every mode.
    */
   private configureSession(client: pg.PoolClient): void {
     client.query('SET jit = off').catch((error: unknown) => this.onConnectionError(error instanceof Error ? error : new Error(String(error))));
