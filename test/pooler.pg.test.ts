@@ -2,8 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SystemClock } from '@baton/core';
 import { PgNotifier } from '@baton/server/notify/pg-notifier';
+import { openStore } from '@baton/server/store/open-store';
+import type { PgDriver, PoolMode } from '@baton/server/store/sql/pg-driver';
 import { probeSessions } from '@baton/server/store/sql/pooler-check';
+import type { SqlStore } from '@baton/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
+import { idem, startTestServer } from './support/server';
 import { PgBouncer } from '@baton/server/testing/pgbouncer';
 import { killServerProcess, startServerProcess, stopAllServerProcesses, stopServerProcess, type ServerProcess } from './support/server-process';
 
@@ -193,6 +197,60 @@ describe.runIf(postgresUrl())('Baton behind PgBouncer', () => {
     expect(deaf).toEqual([expect.stringMatching(/LISTEN does not hear its own notification.*Set BATON_NOTIFY_DATABASE_URL/)]);
     expect(hearing).toEqual([]);
   }, 30_000);
+
+  it('the hot requests keep their round trips through the pooler in both modes (round-trips.pg.test.ts\'s budget of 2)', async () => {
+    const connections: [string, (own: TestDatabase, pooler: PgBouncer) => string, PoolMode][] = [
+      ['direct', (own) => own.url, 'session'],
+      ['PgBouncer session mode', (_own, pooler) => pooler.url('session'), 'session'],
+      ['PgBouncer transaction mode', (_own, pooler) => pooler.url('transaction'), 'transaction'],
+    ];
+    const lines: string[] = [];
+    for (const [name, url, poolMode] of connections) {
+      // A database and a pooler of each connection's own: the test server makes the same tenant in each.
+      const own = await createTestDatabase();
+      const pooler = await PgBouncer.start(own.url);
+      const store = await openStore({ kind: 'postgres', url: url(own, pooler), poolMode });
+      const server = await startTestServer(store);
+      try {
+        const driver = (store as SqlStore).driver as PgDriver;
+        const mailboxId = (await server.api('POST', '/mailboxes', { body: { name: 'rt', backlogLimit: 10_000 }, idem: idem() })).body.id as string;
+        const scopeId = randomUUID();
+        const measured = async (call: () => Promise<{ statusCode: number; body: any }>, status: number): Promise<{ roundTrips: number; ms: number; body: any }> => {
+          const before = driver.meter.snapshot().roundTrips;
+          const t0 = performance.now();
+          const reply = await call();
+          const ms = performance.now() - t0;
+          expect(reply.statusCode, JSON.stringify(reply.body)).toBe(status);
+          return { roundTrips: driver.meter.snapshot().roundTrips - before, ms, body: reply.body };
+        };
+        const most = { submit: 0, admit: 0, complete: 0 };
+        const ms = { submit: [] as number[], admit: [] as number[], complete: [] as number[] };
+        for (let i = 0; i < 40; i++) {
+          const submitted = await measured(() => server.api('POST', '/tasks', { body: { scopeId, mailboxId, taskKey: `rt-${i}`, input: { i } }, idem: idem() }), 201);
+          const admitted = await measured(() => server.api('POST', '/tasks/admit', { body: { scopeId, mailboxId, holder: 'w', holderSession: 's', leaseSeconds: 60 }, idem: idem() }), 200);
+          const completed = await measured(
+            () => server.api('POST', `/messages/${admitted.body.messageId}/complete`, { body: { token: admitted.body.token, result: { ok: true } }, idem: idem() }),
+            200,
+          );
+          // The first cycle warms the key cache and the statements up, as round-trips.pg.test.ts's warm-up turn does.
+          if (i === 0) continue;
+          for (const [kind, m] of [['submit', submitted], ['admit', admitted], ['complete', completed]] as const) {
+            most[kind] = Math.max(most[kind], m.roundTrips);
+            ms[kind].push(m.ms);
+          }
+        }
+        for (const kind of ['submit', 'admit', 'complete'] as const) expect(most[kind], `${name}: ${kind}`).toBeLessThanOrEqual(2);
+        const median = (xs: number[]): string => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(2);
+        lines.push(`  ${name}: submit ${most.submit} round trips (median ${median(ms.submit)} ms), admit ${most.admit} (${median(ms.admit)} ms), complete ${most.complete} (${median(ms.complete)} ms)`);
+      } finally {
+        await server.close();
+        await store.close();
+        await pooler.stop();
+        await own.drop();
+      }
+    }
+    console.log(`round trips per request, most of 39, and the request's median time in process:\n${lines.join('\n')}`);
+  }, 60_000);
 
   it('refuses at start what would fail later, naming the fix', async () => {
     // Prepared statements through a transaction pooler.
