@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SystemClock } from '@baton/core';
+import { SystemClock, type Store } from '@baton/core';
 import { PgNotifier } from '@baton/server/notify/pg-notifier';
 import { openStore } from '@baton/server/store/open-store';
 import type { PgDriver, PoolMode } from '@baton/server/store/sql/pg-driver';
 import { probeSessions } from '@baton/server/store/sql/pooler-check';
 import type { SqlStore } from '@baton/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
-import { idem, startTestServer } from './support/server';
+import { idem, startTestServer, type TestServer } from './support/server';
 import { PgBouncer } from '@baton/server/testing/pgbouncer';
 import { killServerProcess, startServerProcess, stopAllServerProcesses, stopServerProcess, type ServerProcess } from './support/server-process';
 
@@ -208,17 +208,23 @@ describe.runIf(postgresUrl())('Baton behind PgBouncer', () => {
     for (const [name, url, poolMode] of connections) {
       // A database and a pooler of each connection's own: the test server makes the same tenant in each.
       const own = await createTestDatabase();
-      const pooler = await PgBouncer.start(own.url);
-      const store = await openStore({ kind: 'postgres', url: url(own, pooler), poolMode });
-      const server = await startTestServer(store);
+      const pooler = await PgBouncer.start(own.url).catch(async (error: unknown) => {
+        await own.drop();
+        throw error;
+      });
+      let store: Store | undefined;
+      let server: TestServer | undefined;
       try {
+        store = await openStore({ kind: 'postgres', url: url(own, pooler), poolMode });
+        server = await startTestServer(store);
+        const call = server.api;
         const driver = (store as SqlStore).driver as PgDriver;
-        const mailboxId = (await server.api('POST', '/mailboxes', { body: { name: 'rt', backlogLimit: 10_000 }, idem: idem() })).body.id as string;
+        const mailboxId = (await call('POST', '/mailboxes', { body: { name: 'rt', backlogLimit: 10_000 }, idem: idem() })).body.id as string;
         const scopeId = randomUUID();
-        const measured = async (call: () => Promise<{ statusCode: number; body: any }>, status: number): Promise<{ roundTrips: number; ms: number; body: any }> => {
+        const measured = async (request: () => Promise<{ statusCode: number; body: any }>, status: number): Promise<{ roundTrips: number; ms: number; body: any }> => {
           const before = driver.meter.snapshot().roundTrips;
           const t0 = performance.now();
-          const reply = await call();
+          const reply = await request();
           const ms = performance.now() - t0;
           expect(reply.statusCode, JSON.stringify(reply.body)).toBe(status);
           return { roundTrips: driver.meter.snapshot().roundTrips - before, ms, body: reply.body };
@@ -226,10 +232,10 @@ describe.runIf(postgresUrl())('Baton behind PgBouncer', () => {
         const most = { submit: 0, admit: 0, complete: 0 };
         const ms = { submit: [] as number[], admit: [] as number[], complete: [] as number[] };
         for (let i = 0; i < 40; i++) {
-          const submitted = await measured(() => server.api('POST', '/tasks', { body: { scopeId, mailboxId, taskKey: `rt-${i}`, input: { i } }, idem: idem() }), 201);
-          const admitted = await measured(() => server.api('POST', '/tasks/admit', { body: { scopeId, mailboxId, holder: 'w', holderSession: 's', leaseSeconds: 60 }, idem: idem() }), 200);
+          const submitted = await measured(() => call('POST', '/tasks', { body: { scopeId, mailboxId, taskKey: `rt-${i}`, input: { i } }, idem: idem() }), 201);
+          const admitted = await measured(() => call('POST', '/tasks/admit', { body: { scopeId, mailboxId, holder: 'w', holderSession: 's', leaseSeconds: 60 }, idem: idem() }), 200);
           const completed = await measured(
-            () => server.api('POST', `/messages/${admitted.body.messageId}/complete`, { body: { token: admitted.body.token, result: { ok: true } }, idem: idem() }),
+            () => call('POST', `/messages/${admitted.body.messageId}/complete`, { body: { token: admitted.body.token, result: { ok: true } }, idem: idem() }),
             200,
           );
           // The first cycle warms the key cache and the statements up, as round-trips.pg.test.ts's warm-up turn does.
@@ -243,8 +249,8 @@ describe.runIf(postgresUrl())('Baton behind PgBouncer', () => {
         const median = (xs: number[]): string => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(2);
         lines.push(`  ${name}: submit ${most.submit} round trips (median ${median(ms.submit)} ms), admit ${most.admit} (${median(ms.admit)} ms), complete ${most.complete} (${median(ms.complete)} ms)`);
       } finally {
-        await server.close();
-        await store.close();
+        await server?.close();
+        await store?.close();
         await pooler.stop();
         await own.drop();
       }
