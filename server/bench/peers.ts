@@ -14,6 +14,10 @@
  *   baton-batched   Baton, submit-batch, admit-batch and complete-batch of 100 (16 clients)
  *   baton-runtime   Baton, submit-batch of 100, then @baton-coordination/runtime workers with their default batching
  *   pglite-single, pglite-batched: the Baton modes above on embedded PGlite (the store is in the server's process)
+ * and, only when named (issue 33), baton-single and baton-batched again, each with a suffix:
+ *   -unprepared              direct, with BATON_DATABASE_POOL_MODE=transaction: unnamed statements alone
+ *   -pgbouncer-session       through PgBouncer (pgbouncer on the PATH; a process of the run's own) in session mode
+ *   -pgbouncer-transaction   through PgBouncer in transaction mode (unnamed statements; LISTEN direct)
  * For each: CPU per job by process (enqueue + drain), statements, rows written and WAL per job,
  * the top statements by total time; then the ratios to the issue's targets.
  *
@@ -48,7 +52,17 @@ function ensurePeers(): void {
   execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error'], { cwd: peersDir, stdio: 'inherit' });
 }
 
-const modes = ['gw-default', 'gw-batched', 'baton-single', 'baton-cycle', 'baton-batched', 'baton-runtime', 'pglite-single', 'pglite-batched'] as const;
+const defaultModes = ['gw-default', 'gw-batched', 'baton-single', 'baton-cycle', 'baton-batched', 'baton-runtime', 'pglite-single', 'pglite-batched'] as const;
+/** Baton's PostgreSQL modes again, through a connection pooler or without prepared statements (issue 33): run when named. */
+const poolerModes = [
+  'baton-single-unprepared',
+  'baton-single-pgbouncer-session',
+  'baton-single-pgbouncer-transaction',
+  'baton-batched-unprepared',
+  'baton-batched-pgbouncer-session',
+  'baton-batched-pgbouncer-transaction',
+] as const;
+const modes = [...defaultModes, ...poolerModes] as const;
 type Mode = (typeof modes)[number];
 
 function envInt(name: string, fallback: number, max = 1_000_000): number {
@@ -60,7 +74,7 @@ function envInt(name: string, fallback: number, max = 1_000_000): number {
 
 function selectedModes(): Mode[] {
   const raw = process.env.BENCH_PEERS_MODES;
-  if (!raw) return [...modes];
+  if (!raw) return [...defaultModes];
   const picked = raw.split(',').map((m) => m.trim()).filter(Boolean);
   for (const m of picked) if (!modes.includes(m as Mode)) throw new BenchFailure(`BENCH_PEERS_MODES: unknown mode ${m} (${modes.join(', ')})`);
   return picked as Mode[];
@@ -90,6 +104,18 @@ async function run(options: BenchOptions): Promise<void> {
         clients,
         drain: { kind: 'runtime', ...runtime },
       }),
+    'baton-single-unprepared': (ctx) =>
+      batonRun(ctx, { system: `Baton, one request per call, unprepared statements, direct (${clients} clients)`, database: 'bench_baton_single_unprepared', jobs: jobsOf(4_000, 1_000), ...one, connection: 'direct-unprepared' }),
+    'baton-single-pgbouncer-session': (ctx) =>
+      batonRun(ctx, { system: `Baton, one request per call, PgBouncer session mode (${clients} clients)`, database: 'bench_baton_single_pgb_session', jobs: jobsOf(4_000, 1_000), ...one, connection: 'pgbouncer-session' }),
+    'baton-single-pgbouncer-transaction': (ctx) =>
+      batonRun(ctx, { system: `Baton, one request per call, PgBouncer transaction mode (${clients} clients)`, database: 'bench_baton_single_pgb_tx', jobs: jobsOf(4_000, 1_000), ...one, connection: 'pgbouncer-transaction' }),
+    'baton-batched-unprepared': (ctx) =>
+      batonRun(ctx, { system: `Baton, batches of 100, unprepared statements, direct (${clients} clients)`, database: 'bench_baton_batched_unprepared', jobs: jobsOf(20_000, 4_000), ...hundred, connection: 'direct-unprepared' }),
+    'baton-batched-pgbouncer-session': (ctx) =>
+      batonRun(ctx, { system: `Baton, batches of 100, PgBouncer session mode (${clients} clients)`, database: 'bench_baton_batched_pgb_session', jobs: jobsOf(20_000, 4_000), ...hundred, connection: 'pgbouncer-session' }),
+    'baton-batched-pgbouncer-transaction': (ctx) =>
+      batonRun(ctx, { system: `Baton, batches of 100, PgBouncer transaction mode (${clients} clients)`, database: 'bench_baton_batched_pgb_tx', jobs: jobsOf(20_000, 4_000), ...hundred, connection: 'pgbouncer-transaction' }),
     'pglite-single': (ctx) => batonRun(ctx, { system: `Baton on PGlite, one request per call (${clients} clients)`, database: undefined, jobs: jobsOf(2_000, 1_000), ...one }),
     'pglite-batched': (ctx) => batonRun(ctx, { system: `Baton on PGlite, batches of 100 (${clients} clients)`, database: undefined, jobs: jobsOf(20_000, 4_000), ...hundred }),
   };

@@ -7,6 +7,8 @@ describe('loadConfig', () => {
       host: '127.0.0.1',
       port: 8080,
       databaseUrl: undefined,
+      databasePoolMode: 'session',
+      notifyDatabaseUrl: undefined,
       dbPoolMax: 10,
       dataDir: './.baton/data',
       bootstrap: true,
@@ -41,6 +43,8 @@ describe('loadConfig', () => {
       PORT: '9000',
       DATABASE_URL: 'postgres://db/baton',
       BATON_DB_POOL_MAX: '40',
+      BATON_DATABASE_POOL_MODE: 'transaction',
+      BATON_NOTIFY_DATABASE_URL: 'postgres://db-direct/baton',
       BATON_DATA_DIR: '/var/baton',
       BATON_BOOTSTRAP: 'off',
       BATON_BOOTSTRAP_PLAN: 'FREE',
@@ -51,7 +55,7 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       LOG_FORMAT: 'pretty',
     });
-    expect(config).toMatchObject({ host: '0.0.0.0', port: 9000, databaseUrl: 'postgres://db/baton', dbPoolMax: 40, bootstrap: false, bootstrapPlan: 'FREE', clock: 'manual', clockStartMs: Date.UTC(2026, 0, 1), adminToken: 'op', metricsToken: 'scrape', logLevel: 'debug', logFormat: 'pretty' });
+    expect(config).toMatchObject({ host: '0.0.0.0', port: 9000, databaseUrl: 'postgres://db/baton', databasePoolMode: 'transaction', notifyDatabaseUrl: 'postgres://db-direct/baton', dbPoolMax: 40, bootstrap: false, bootstrapPlan: 'FREE', clock: 'manual', clockStartMs: Date.UTC(2026, 0, 1), adminToken: 'op', metricsToken: 'scrape', logLevel: 'debug', logFormat: 'pretty' });
   });
 
   it('reads the bootstrap plan in any case: the hosted default is one flag away', () => {
@@ -70,6 +74,10 @@ describe('loadConfig', () => {
     [{ LOG_FORMAT: 'text' }, /LOG_FORMAT/],
     [{ BATON_DB_POOL_MAX: '0' }, /BATON_DB_POOL_MAX/],
     [{ BATON_DB_POOL_MAX: 'many' }, /BATON_DB_POOL_MAX/],
+    [{ BATON_DATABASE_POOL_MODE: 'statement' }, /BATON_DATABASE_POOL_MODE must be session or transaction, got statement/],
+    [{ BATON_NOTIFY_DATABASE_URL: 'postgres://db/baton' }, /BATON_NOTIFY_DATABASE_URL is set but DATABASE_URL is not/],
+    // LISTEN through the transaction pooler would hear nothing: refused, naming the setting.
+    [{ DATABASE_URL: 'postgres://pooler/baton', BATON_DATABASE_POOL_MODE: 'transaction' }, /BATON_DATABASE_POOL_MODE=transaction needs BATON_NOTIFY_DATABASE_URL/],
   ])('refuses %j with a message naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrowError(ConfigError);
     expect(() => loadConfig(env)).toThrowError(message);

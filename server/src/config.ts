@@ -1,5 +1,6 @@
 import { msFromIso, plans, type Plan } from '@baton/core';
 import { parseSecretKey, SealError } from './webhooks/seal';
+import type { PoolMode } from './store/sql/pg-driver';
 
 /** How log lines are written: JSON lines for machines, pino-pretty for people. */
 export type LogFormat = 'json' | 'pretty';
@@ -10,6 +11,17 @@ export interface Config {
   port: number;
   /** PostgreSQL through `pg` when set; embedded PGlite under dataDir otherwise. */
   databaseUrl: string | undefined;
+  /**
+   * BATON_DATABASE_POOL_MODE (session): `transaction` when DATABASE_URL goes through a pooler in
+   * transaction mode (statements unprepared, no session settings; store/sql/pg-driver.ts).
+   */
+  databasePoolMode: PoolMode;
+  /**
+   * BATON_NOTIFY_DATABASE_URL: where the notifier LISTENs and publishes, a URL whose connections
+   * keep their sessions (PostgreSQL directly, or a session-mode pool) of DATABASE_URL's database.
+   * Unset: DATABASE_URL. Required with BATON_DATABASE_POOL_MODE=transaction.
+   */
+  notifyDatabaseUrl: string | undefined;
   /** Connections of the store's pool on PostgreSQL (BATON_DB_POOL_MAX, 10); the notifier takes 3 more. */
   dbPoolMax: number;
   dataDir: string;
@@ -44,6 +56,19 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT must be 0 to 65535, got ${env.PORT}`);
   const dbPoolMax = Number(env.BATON_DB_POOL_MAX ?? 10);
   if (!Number.isInteger(dbPoolMax) || dbPoolMax < 1 || dbPoolMax > 1000) throw new ConfigError(`BATON_DB_POOL_MAX must be 1 to 1000, got ${env.BATON_DB_POOL_MAX}`);
+  const databasePoolMode = env.BATON_DATABASE_POOL_MODE || 'session';
+  if (databasePoolMode !== 'session' && databasePoolMode !== 'transaction') {
+    throw new ConfigError(`BATON_DATABASE_POOL_MODE must be session or transaction, got ${databasePoolMode}`);
+  }
+  const notifyDatabaseUrl = env.BATON_NOTIFY_DATABASE_URL || undefined;
+  if (notifyDatabaseUrl !== undefined && !env.DATABASE_URL) throw new ConfigError('BATON_NOTIFY_DATABASE_URL is set but DATABASE_URL is not: the embedded store needs no notifier URL');
+  // LISTEN is session state: through a transaction pooler it is gone with its transaction, and
+  // long polls would wake only at their timeouts. Refused here rather than degraded later.
+  if (databasePoolMode === 'transaction' && env.DATABASE_URL && notifyDatabaseUrl === undefined) {
+    throw new ConfigError(
+      'BATON_DATABASE_POOL_MODE=transaction needs BATON_NOTIFY_DATABASE_URL: LISTEN cannot go through a transaction pooler; set it to the same database reached directly or through a session-mode pool (docs/deploy.md, "Connection poolers")',
+    );
+  }
   const clock = env.BATON_CLOCK ?? 'system';
   if (clock !== 'system' && clock !== 'manual') throw new ConfigError(`BATON_CLOCK must be system or manual, got ${clock}`);
   const bootstrap = env.BATON_BOOTSTRAP ?? 'on';
@@ -80,6 +105,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     host: env.HOST ?? '127.0.0.1',
     port,
     databaseUrl: env.DATABASE_URL || undefined,
+    databasePoolMode,
+    notifyDatabaseUrl,
     dbPoolMax,
     dataDir: env.BATON_DATA_DIR ?? './.baton/data',
     bootstrap: bootstrap === 'on',

@@ -10,6 +10,7 @@ import { DataDirInUseError } from './store/data-dir-lock';
 import { embeddedDurabilityNote } from './store/durability';
 import { PgNotifier } from './notify/pg-notifier';
 import { openStore } from './store/open-store';
+import { checkPooler } from './store/sql/pooler-check';
 
 /** Exit codes of a refused start (docs/operator.md); 1 is any other failure to start. */
 const exitCodes = { config: 2, dataDirInUse: 3 } as const;
@@ -28,7 +29,18 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<void> {
     process.exit(exitCodes.config);
   }
   const logger = createLogger({ level: config.logLevel, format: resolveLogFormat(config.logFormat, process.stdout.isTTY === true) });
-  const store = await openStore(config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl, poolMax: config.dbPoolMax } : { kind: 'pglite', dataDir: config.dataDir }).catch(
+  if (config.databaseUrl) {
+    // A pooler setting that would fail on every request, or leave LISTEN deaf, is refused now.
+    const verdict = await checkPooler(config.databaseUrl, config.notifyDatabaseUrl, config.databasePoolMode);
+    for (const warning of verdict.warnings) logger.warn(warning);
+    if (verdict.refusal) {
+      process.stderr.write(`baton: ${verdict.refusal}\n`);
+      process.exit(exitCodes.config);
+    }
+  }
+  const store = await openStore(
+    config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl, poolMax: config.dbPoolMax, poolMode: config.databasePoolMode } : { kind: 'pglite', dataDir: config.dataDir },
+  ).catch(
     (error: unknown) => {
       if (!(error instanceof DataDirInUseError)) throw error;
       process.stderr.write(`baton: ${error.message}\n`);
@@ -41,7 +53,8 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<void> {
   // Several servers may share PostgreSQL: their long polls wake through LISTEN/NOTIFY. PGlite
   // is one process, so its default LocalNotifier is enough.
   // It takes two connections of its own: the listener and a publisher with asynchronous commit.
-  const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.databaseUrl, clock, logger }) : undefined;
+  // It may have a URL of its own (BATON_NOTIFY_DATABASE_URL), for a store behind a transaction pooler.
+  const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.notifyDatabaseUrl ?? config.databaseUrl, clock, logger }) : undefined;
   const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, console: config.console, bootstrap: config.bootstrap, bootstrapPlan: config.bootstrapPlan, logger, notifier,
     webhooks: { secretKey, allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs } });
   if (!secretKey) logger.warn('BATON_SECRET_KEY is not set: webhook destinations cannot be created (docs/operator.md)');

@@ -32,8 +32,8 @@ export interface BatonServer {
   stop(): Promise<void>;
 }
 
-/** `store`: DATABASE_URL for PostgreSQL, or a data directory for embedded PGlite. */
-export async function startBatonServer(store: { databaseUrl: string } | { dataDir: string }): Promise<BatonServer> {
+/** `store`: DATABASE_URL for PostgreSQL, or a data directory for embedded PGlite; `settings`: more environment (the pooler modes'). */
+export async function startBatonServer(store: { databaseUrl: string } | { dataDir: string }, settings: Readonly<Record<string, string>> = {}): Promise<BatonServer> {
   const port = await freePort();
   const adminToken = randomBytes(24).toString('hex');
   const env = {
@@ -45,6 +45,7 @@ export async function startBatonServer(store: { databaseUrl: string } | { dataDi
     LOG_LEVEL: 'warn',
     LOG_FORMAT: 'json',
     ...('databaseUrl' in store ? { DATABASE_URL: store.databaseUrl } : { DATABASE_URL: '', BATON_DATA_DIR: store.dataDir }),
+    ...settings,
   };
   // BENCH_SERVER_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops (open it
   // in Chrome's DevTools, or summarise it with server/bench/cpu-profile-summary.ts).

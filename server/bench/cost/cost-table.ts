@@ -6,13 +6,13 @@ import type { CostRow } from './runs';
 const perJob = (n: number, row: CostRow, digits = 2): string => fmt(n / row.jobs, digits);
 
 export function printCostTable(rows: CostRow[]): void {
-  console.log('\n| system, mode | jobs | enqueue jobs/s | drain rate | CPU ms/job: server | PostgreSQL | clients | total | (drain only) | statements/job | nested/job | rows written/job | WAL bytes/job | rest of machine, cores |');
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  console.log('\n| system, mode | jobs | enqueue jobs/s | drain rate | CPU ms/job: server | PostgreSQL | pooler | clients | total | (drain only) | statements/job | nested/job | rows written/job | WAL bytes/job | rest of machine, cores |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const r of rows) {
     const cpu = cpuSum(r.enqueueCpu, r.drainCpu);
     const pg = r.pg;
     console.log(
-      `| ${r.system} | ${r.jobs} | ${fmt(r.enqueuePerSecond, 0)} | ${fmt(r.perSecond, 0)} ${r.unit} | ${perJob(cpu.serverMs, r, 3)} | ${perJob(cpu.postgresMs, r, 3)} | ${perJob(cpu.clientsMs, r, 3)} | ` +
+      `| ${r.system} | ${r.jobs} | ${fmt(r.enqueuePerSecond, 0)} | ${fmt(r.perSecond, 0)} ${r.unit} | ${perJob(cpu.serverMs, r, 3)} | ${perJob(cpu.postgresMs, r, 3)} | ${perJob(cpu.poolerMs, r, 3)} | ${perJob(cpu.clientsMs, r, 3)} | ` +
         `**${perJob(cpuTotalMs(cpu), r, 3)}** | ${perJob(cpuTotalMs(r.drainCpu), r, 3)} | ${pg ? perJob(pg.statements, r, 2) : '-'} | ${pg ? perJob(pg.nestedStatements, r, 2) : '-'} | ` +
         `${pg ? perJob(pg.rowsWritten, r, 1) : '-'} | ${pg ? perJob(pg.walBytes, r, 0) : '-'} | ${fmt(othersMs(cpu) / 1000 / r.wallSeconds, 2)} |`,
     );

@@ -11,7 +11,8 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import type { RuntimeDrainJob } from '../../../runtime/bench/drain-job';
 import type { CyclesResult, JobMessage, JobSpec, Problems, RateResult } from '../tasks';
-import { startBatonServer, createTenant } from './baton-server';
+import { PgBouncer } from '../../src/testing/pgbouncer';
+import { startBatonServer, createTenant, type BatonServer } from './baton-server';
 import { cpuBetween, noCpu, readCpu, type CpuParts, type RunProcesses } from './cpu-parts';
 import { startCommandChild, type CommandChild } from './ipc';
 import { createDatabase, dropDatabase, probeTag, readCounters, resetCounters, type PgCounters } from './pg-stats';
@@ -149,23 +150,51 @@ export interface BatonRunSpec {
   drain: BatonDrain;
   /** Concurrent HTTP clients of the submit, the HTTP drain and the cycles. */
   clients: number;
+  /**
+   * How the server reaches PostgreSQL (issue 33): `direct` (default); `direct-unprepared`, direct
+   * with BATON_DATABASE_POOL_MODE=transaction (unnamed statements, nothing else changed);
+   * `pgbouncer-session` and `pgbouncer-transaction`, through a PgBouncer of the run's own
+   * (server/src/testing/pgbouncer.ts), whose CPU is the rows' pooler part. In transaction mode
+   * the notifier's URL (BATON_NOTIFY_DATABASE_URL) is the direct one.
+   */
+  connection?: BatonConnection;
+}
+
+export type BatonConnection = 'direct' | 'direct-unprepared' | 'pgbouncer-session' | 'pgbouncer-transaction';
+
+/** The server's database settings for `connection`, and the pooler it needs (started here, stopped by the caller). */
+async function connectionSettings(connection: BatonConnection, directUrl: string): Promise<{ databaseUrl: string; settings: Record<string, string>; pooler: PgBouncer | undefined }> {
+  if (connection === 'direct') return { databaseUrl: directUrl, settings: {}, pooler: undefined };
+  const transaction = { BATON_DATABASE_POOL_MODE: 'transaction', BATON_NOTIFY_DATABASE_URL: directUrl };
+  if (connection === 'direct-unprepared') return { databaseUrl: directUrl, settings: transaction, pooler: undefined };
+  const pooler = await PgBouncer.start(directUrl);
+  if (connection === 'pgbouncer-session') return { databaseUrl: pooler.url('session'), settings: {}, pooler };
+  return { databaseUrl: pooler.url('transaction'), settings: transaction, pooler };
 }
 
 /** Baton's server and the load generator as separate processes, on PostgreSQL or PGlite. */
 export async function batonRun(ctx: RunContext, spec: BatonRunSpec): Promise<CostRow> {
   const { database } = spec;
   const dataDir = database === undefined ? await mkdtemp(join(tmpdir(), 'baton-cost-')) : undefined;
-  const store = database === undefined ? { dataDir: dataDir! } : { databaseUrl: await createDatabase(ctx.clusterUrl, database) };
+  const directUrl = database === undefined ? undefined : await createDatabase(ctx.clusterUrl, database);
   const problems: string[] = [];
   let row: Omit<CostRow, 'pg'>;
+  let pooler: PgBouncer | undefined;
   try {
-    const server = await startBatonServer(store);
+    let server: BatonServer;
+    if (directUrl === undefined) {
+      server = await startBatonServer({ dataDir: dataDir! });
+    } else {
+      const connection = await connectionSettings(spec.connection ?? 'direct', directUrl);
+      pooler = connection.pooler;
+      server = await startBatonServer({ databaseUrl: connection.databaseUrl }, connection.settings);
+    }
     try {
       const { endpoint, queue } = await createTenant(server, 100_000);
       const load = await startCommandChild(loadModule);
       const job = (jobSpec: JobSpec) => load.call<RateResult & CyclesResult>('job', { tasksBenchJob: true, endpoint, spec: jobSpec } satisfies JobMessage);
       try {
-        const processes: RunProcesses = { server: server.pid, postmaster: database === undefined ? undefined : ctx.postmasterPid, clients: [load.pid] };
+        const processes: RunProcesses = { server: server.pid, postmaster: database === undefined ? undefined : ctx.postmasterPid, pooler: pooler?.pid, clients: [load.pid] };
         // The warm-up drains as the measured run does (cycles: one request per call) on the same mailbox, with task keys of its own.
         const warm = { ...queue, runId: `${queue.runId}-warm-up` };
         const warmBatch = spec.drain.kind === 'cycles' ? 1 : spec.submitBatch;
@@ -220,10 +249,13 @@ export async function batonRun(ctx: RunContext, spec: BatonRunSpec): Promise<Cos
       }
     } finally {
       await server.stop();
+      await pooler?.stop();
     }
     const counters = database === undefined ? undefined : await readCounters(ctx.clusterUrl, database, ctx.topStatements);
     return { ...row, pg: counters };
   } finally {
+    // Stopped before the counters are read (its server connections close) or the database dropped.
+    await pooler?.stop();
     if (database !== undefined) await dropDatabase(ctx.clusterUrl, database);
     if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
   }

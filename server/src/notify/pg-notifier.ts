@@ -58,6 +58,18 @@ export interface WakePayload {
   h?: 1;
 }
 
+/**
+ * A notification is a transaction of its own, and waiting for its WAL flush would double the
+ * fsyncs of a server that commits one transaction at a time (measured in
+ * docs/architecture-notes.md); a wake lost to a crash costs nothing, the waits re-read at their
+ * timeout. So synchronous_commit is off for this statement's transaction only (set_config's
+ * `true`: SET LOCAL), which holds through any pooler, where a session setting would not.
+ */
+const publishStatement = `SELECT pg_notify($1, $2), set_config('synchronous_commit', 'off', true)`;
+
+/** How long a listener may take to hear its own hello before it says LISTEN is not working. */
+const helloEchoMs = 5_000;
+
 /** Every listener's application_name starts so: peers are counted by it. */
 const listenerName = 'baton-wake ';
 
@@ -74,14 +86,17 @@ export interface Publisher {
 }
 
 export interface PgNotifierOptions {
-  /** postgres:// URL of the database the servers share; the listener connects here. */
+  /**
+   * postgres:// URL of the database the servers share; the listener connects here. Its
+   * connections must keep their sessions (LISTEN is session state): PostgreSQL directly or a
+   * session-mode pool, never a transaction pooler (BATON_NOTIFY_DATABASE_URL).
+   */
   url: string;
   /** The server's clock: long-poll timeouts (as LocalNotifier). */
   clock: Clock;
   /**
-   * Where pg_notify runs. Default (main.ts): a small pool of its own on `url` with
-   * synchronous_commit off. The store's PgDriver also fits, at the price of a WAL flush per
-   * notification.
+   * Where pg_notify runs. Default (main.ts): a small pool of its own on `url`. The store's
+   * PgDriver also fits; either way each publish commits with synchronous_commit off.
    */
   publisher?: Publisher;
   logger?: NotifierLogger;
@@ -173,6 +188,8 @@ export class PgNotifier implements Notifier {
 
   private listener: pg.Client | undefined;
   private listening = false;
+  /** Whether the listener heard any of its own notifications since its last hello. */
+  private heardOwnHello = false;
   private closed = false;
   private failures = 0;
   private cancelReconnect: (() => void) | undefined;
@@ -196,11 +213,9 @@ export class PgNotifier implements Notifier {
     if (options.publisher) {
       this.publisher = options.publisher;
     } else {
-      // synchronous_commit off for this session only: a notification is a transaction of its
-      // own, and waiting for its WAL flush would double the fsyncs of a server that commits one
-      // transaction at a time (measured in docs/architecture-notes.md). A wake lost to a crash
-      // costs nothing: the waits re-read at their timeout.
-      const pool = new pg.Pool({ connectionString: options.url, max: 2, options: '-c synchronous_commit=off', application_name: 'baton-wake-publish' });
+      // No startup parameter (poolers refuse them) and no session setting: each publish turns
+      // synchronous_commit off for its own transaction (send()).
+      const pool = new pg.Pool({ connectionString: options.url, max: 2, application_name: 'baton-wake-publish' });
       // pg-pool hangs the idle client on the error (`err.client`), and pino's serializer would
       // write all of it: a 5 kB line of connection internals per cut connection (seen in the
       // torture run's logs, docs/reliability.md).
@@ -307,7 +322,7 @@ export class PgNotifier implements Notifier {
     if (tooLong.length > 0) this.logger.error({ topics: tooLong }, 'pg notifier: topic too long for a notification; not published');
     for (const payload of payloads) {
       try {
-        await this.publisher.query('SELECT pg_notify($1, $2)', [wakeChannel, payload]);
+        await this.publisher.query(publishStatement, [wakeChannel, payload]);
         this.stats.published++;
       } catch (err) {
         // Other servers' waits then end at their own timeout (at most 30 s) or their next wake.
@@ -361,9 +376,23 @@ export class PgNotifier implements Notifier {
    * once; a commit of theirs that raced the hello is caught by one more re-read a second later.
    */
   private async sayHello(): Promise<void> {
+    const listener = this.listener;
+    this.heardOwnHello = false;
+    const publishedBefore = this.stats.published;
     await this.send([], true);
+    const sent = this.stats.published > publishedBefore;
     this.timers.schedule(1_000, () => {
       if (!this.closed) this.local.wakeAll();
+    });
+    // A listener that does not hear its own hello hears nothing: its LISTEN went to a session a
+    // pooler has since handed to others (transaction pooling), and wake-ups from other servers
+    // are lost. Said once per connection, naming the fix; parked polls still end at their timeouts.
+    this.timers.schedule(helloEchoMs, () => {
+      if (!sent || this.closed || this.heardOwnHello || this.listener !== listener || !this.listening) return;
+      this.logger.error(
+        { serverId: this.serverId, waitedMs: helloEchoMs },
+        'pg notifier: LISTEN does not hear its own notification; its URL may go through a transaction pooler. Set BATON_NOTIFY_DATABASE_URL to the database reached directly or through a session-mode pool (docs/deploy.md, "Connection poolers")',
+      );
     });
   }
 
@@ -424,6 +453,7 @@ export class PgNotifier implements Notifier {
       return;
     }
     if (decoded.s === this.serverId) {
+      this.heardOwnHello = true;
       this.stats.ownIgnored++;
       return;
     }

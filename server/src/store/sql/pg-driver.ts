@@ -14,7 +14,17 @@ export interface PgDriverOptions {
    * would crash the process on them. Default: one line on stderr.
    */
   onConnectionError?: (error: Error) => void;
+  /**
+   * How the connections behind the URL keep their sessions (BATON_DATABASE_POOL_MODE).
+   * `session` (default): each connection is one PostgreSQL session for as long as it is open
+   * (PostgreSQL directly, or a pooler in session mode). `transaction`: a pooler may hand each
+   * transaction, and each statement outside one, to another session (PgBouncer's transaction
+   * mode), so nothing may rely on session state: no prepared statement names, no session SET.
+   */
+  poolMode?: PoolMode;
 }
+
+export type PoolMode = 'session' | 'transaction';
 
 const stderrConnectionError = (error: Error): void => {
   process.stderr.write(`baton: postgres connection error: ${error.message}\n`);
@@ -33,15 +43,33 @@ export class PgDriver implements SqlDriver {
   readonly meter = new RoundTripMeter();
   private readonly pool: pg.Pool;
   private readonly onConnectionError: (error: Error) => void;
+  readonly poolMode: PoolMode;
 
   constructor(url: string, options: PgDriverOptions = {}) {
     this.onConnectionError = options.onConnectionError ?? stderrConnectionError;
+    this.poolMode = options.poolMode ?? 'session';
+    // No startup parameter beyond user, database and application_name: poolers and proxies
+    // (PgBouncer: "unsupported startup parameter: options") refuse the others.
     // `pipeline` is a Client option the Pool passes on; @types/pg does not know it yet.
-    // JIT off for the session: every statement here is short, and a plan cost that passes
-    // jit_above_cost by itself (a batch claim planned with sorting disabled, as claims once
-    // were) was measured at 360 ms of JIT compilation for 1 ms of work.
-    this.pool = new pg.Pool({ connectionString: url, max: options.max ?? 10, pipeline: true, options: '-c jit=off' } as pg.PoolConfig);
+    this.pool = new pg.Pool({ connectionString: url, max: options.max ?? 10, pipeline: true } as pg.PoolConfig);
     this.pool.on('error', (error) => this.onConnectionError(error));
+    if (this.poolMode === 'session') this.pool.on('connect', (client) => this.configureSession(client));
+  }
+
+  /**
+   * JIT off for the session, sent as a connection's first statement (the pool emits 'connect'
+   * before it hands the client out, and a client runs its queries in order). Why: every
+   * statement here is short, and a plan whose cost passes jit_above_cost by itself (a batch
+   * claim planned with sorting disabled, as claims once were) was measured at 360 ms of JIT
+   * compilation for 1 ms of work. Today's hot statements never reach JIT: measured under EXPLAIN
+   * at a backlog of 2,000 READY tasks (test/hot-plans.pg.test.ts), the costliest of their 82
+   * plans is estimated at 235, and JIT starts at jit_above_cost 100,000, so with jit on they
+   * run the same. The SET guards against a plan gone wrong, at one statement per new
+   * connection. Through a transaction pooler a session SET would land on whichever session ran
+   * it, so it is not sent there; `ALTER ROLE … SET jit = off` gives the same guard in every mode.
+   */
+  private configureSession(client: pg.PoolClient): void {
+    client.query('SET jit = off').catch((error: unknown) => this.onConnectionError(error instanceof Error ? error : new Error(String(error))));
   }
 
   /**
@@ -55,7 +83,7 @@ export class PgDriver implements SqlDriver {
   async query<R>(text: string, params: readonly SqlParam[] = []): Promise<R[]> {
     this.meter.alone();
     try {
-      const result = await this.pool.query(statement(text, params));
+      const result = await this.pool.query(statement(text, params, this.poolMode === 'session'));
       return result.rows as R[];
     } catch (error) {
       throw asStoreError(error);
@@ -86,7 +114,7 @@ export class PgDriver implements SqlDriver {
     // 'error' event with no listener would be thrown as an uncaught exception.
     const onError = (error: Error): void => this.onConnectionError(error);
     client.on('error', onError);
-    const tx = new PipelinedTransaction(client, this.meter);
+    const tx = new PipelinedTransaction(client, this.meter, this.poolMode === 'session');
     let broken: Error | undefined;
     try {
       void tx.write('BEGIN');
@@ -140,6 +168,8 @@ class PipelinedTransaction implements SqlQueryable {
   constructor(
     private readonly client: pg.PoolClient,
     private readonly meter: RoundTripMeter,
+    /** Whether statements with parameters are prepared under a name (PgDriverOptions.poolMode). */
+    private readonly named: boolean,
   ) {}
 
   async query<R>(text: string, params: readonly SqlParam[] = []): Promise<R[]> {
@@ -199,7 +229,7 @@ class PipelinedTransaction implements SqlQueryable {
     this.meter.count(this.inFlight === 0);
     this.inFlight += 1;
     const sent = new Promise<StatementResult>((resolve, reject) => {
-      this.pending.push({ name: params.length === 0 ? '' : statementName(text), text, values: params, resolve, reject });
+      this.pending.push({ name: params.length === 0 || !this.named ? '' : statementName(text), text, values: params, resolve, reject });
     });
     if (this.pending.length === 1) process.nextTick(() => this.flush());
     sent.then(
@@ -256,7 +286,12 @@ function statementName(text: string): string {
   return name;
 }
 
-function statement(text: string, params: readonly SqlParam[]): pg.QueryConfig {
+/**
+ * Unnamed (`named` false): parsed and planned on every execution, as a transaction pooler needs,
+ * since a name prepared on one PostgreSQL session is unknown to the next one the pooler picks.
+ */
+function statement(text: string, params: readonly SqlParam[], named: boolean): pg.QueryConfig {
   if (params.length === 0) return { text };
+  if (!named) return { text, values: params as unknown[] };
   return { name: statementName(text), text, values: params as unknown[] };
 }
