@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SystemClock, type Store } from '@baton/core';
-import { PgNotifier } from '@baton/server/notify/pg-notifier';
-import { openStore } from '@baton/server/store/open-store';
-import type { PgDriver, PoolMode } from '@baton/server/store/sql/pg-driver';
-import { probeSessions } from '@baton/server/store/sql/pooler-check';
-import type { SqlStore } from '@baton/server/store/sql/sql-store';
+import { PgNotifier } from '@baton-coordination/server/notify/pg-notifier';
+import { openStore } from '@baton-coordination/server/store/open-store';
+import type { PgDriver, PoolMode } from '@baton-coordination/server/store/sql/pg-driver';
+import { probeSessions } from '@baton-coordination/server/store/sql/pooler-check';
+import type { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { idem, startTestServer, type TestServer } from './support/server';
-import { PgBouncer } from '@baton/server/testing/pgbouncer';
+import { PgBouncer } from '@baton-coordination/server/testing/pgbouncer';
 import { killServerProcess, startServerProcess, stopAllServerProcesses, stopServerProcess, type ServerProcess } from './support/server-process';
 
 /**
