@@ -61,6 +61,10 @@ describe.runIf(postgresUrl())('PgNotifier on PostgreSQL', () => {
     const a = await start();
     const b = await start();
     expect(a.isListening && b.isListening).toBe(true);
+    // A publishes once it knows B is there (B's hello, or its count of listeners): until then a
+    // newcomer is covered by its own re-read a second after it connects, which is what a busy
+    // machine used to time here instead of the notification.
+    await expect.poll(() => a.peerState, { timeout: 10_000, interval: 10 }).toBe('present');
 
     const t0 = performance.now();
     const onB = b.wait('barrier:x', 10_000);
