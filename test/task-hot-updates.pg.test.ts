@@ -7,7 +7,7 @@ import { idem, startMs, startTestServer } from './support/server';
 /**
  * A task's two moves in a job (PENDING -> RUNNING at admit, RUNNING -> SUCCEEDED at complete)
  * are HOT updates on PostgreSQL: no index of `tasks` gets a new entry (migration 014; measured in
- * docs/benchmarks.md, "Fewer index writes"). An index whose key or predicate reads a column a
+ * an earlier pass of docs/benchmarks.md, "Fewer index writes", in git history). An index whose key or predicate reads a column a
  * move changes (as tasks_deadline_due once read `state`) makes every one of them a full update;
  * the last case plants such an index back to show the check sees it.
  *

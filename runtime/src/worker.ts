@@ -32,7 +32,7 @@ export type { DeliveryHandler, HandlerContext, Worker, WorkerDelivery, WorkerEve
  */
 
 /**
- * Batching defaults, chosen by measurement (docs/benchmarks.md, "Batches"): up to 100 items per
+ * Batching defaults, chosen by measurement (an earlier pass of docs/benchmarks.md, "Batches", in git history): up to 100 items per
  * request (the server's limit), a flush as soon as the event loop turns (0 ms), and two requests
  * of a kind in flight, while which the next batch gathers.
  */

@@ -1,6 +1,6 @@
 /**
  * `npx tsx --conditions=@baton/source server/bench/watch-latency.ts`: wake-up latencies across
- * two servers on one PostgreSQL (docs/benchmarks.md, "Watch and webhook latency (issue 15)").
+ * two servers on one PostgreSQL (docs/benchmarks.md, "Watch and webhook latency").
  *
  * Two Baton servers (A and B) in this process, each with its own store pool and its own
  * PgNotifier on one scratch database (created on DATABASE_URL, default the local server, and
