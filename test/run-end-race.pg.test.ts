@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { plantedBugs, type Store } from '@baton/core';
+import type { Store } from '@baton/core';
 import { openStore } from '@baton-coordination/server/store/open-store';
+import { PlantedStore } from '../sim/src/bugs/planted-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { idem, startTestServer, type Reply, type TestServer } from './support/server';
 
@@ -21,11 +22,13 @@ describe.runIf(postgresUrl())('a run ending while work is created under it on Po
   let server: TestServer;
   let holder: pg.Client;
   let box: string;
+  /** The planted run-guard-skips-lock, at the store seam: the run governing new work is read without its share lock. */
+  let skipRunLock = false;
 
   beforeAll(async () => {
     db = await createTestDatabase();
     store = await openStore({ kind: 'postgres', url: db.url, poolMax: submitsPerRound + 4 });
-    server = await startTestServer(store);
+    server = await startTestServer(new PlantedStore(store, (tx) => (skipRunLock ? { runs: { governing: (spaceId, scopeId) => tx.runs.get(spaceId, scopeId) } } : {})));
     holder = new pg.Client({ connectionString: db.url });
     await holder.connect();
     box = (await server.api('POST', '/mailboxes', { body: { name: 'race-box', backlogLimit: 100_000 }, idem: idem() })).body.id;
@@ -108,13 +111,13 @@ describe.runIf(postgresUrl())('a run ending while work is created under it on Po
   }, 120_000);
 
   it('catches the race when the run is read without its lock (planted run-guard-skips-lock): a live task under a cancelled run', async () => {
-    plantedBugs.add('run-guard-skips-lock');
+    skipRunLock = true;
     try {
       let caught = false;
       for (let round = 0; round < 60 && !caught; round++) caught = (await raceRound()).live > 0;
       expect(caught, 'no task outlived its run in 60 racing rounds without the lock').toBe(true);
     } finally {
-      plantedBugs.delete('run-guard-skips-lock');
+      skipRunLock = false;
     }
   }, 120_000);
 });

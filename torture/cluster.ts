@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
-import type { ProcessBug } from '@baton/core';
+import type { ProcessBug } from './bugs';
 import { ManagedProcess, sourceArgv } from './processes';
 import type { ClientConfig, RoleName } from './roles/context';
 

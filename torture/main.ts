@@ -1,4 +1,4 @@
-import { processBugs, type ProcessBug } from '@baton/core';
+import { isProcessBug, processBugs } from './bugs';
 import { parseArgs } from 'node:util';
 import { faultKinds, type FaultKind } from './faults';
 import { removeWorkDir, runTorture, type TortureResult } from './run';
@@ -25,13 +25,13 @@ async function main(): Promise<number> {
   const seed = values.seed ?? String(Math.floor(Math.random() * 1e9));
   const seconds = Number(values.seconds ?? 60);
   const stores = values.store === undefined || values.store === 'both' ? (['pg', 'pglite'] as const) : [values.store];
-  const plant = values.plant as ProcessBug | undefined;
+  const plant = values.plant;
   const faults = values.faults?.split(',') as FaultKind[] | undefined;
   const outageSeconds = values['outage-seconds'] === undefined ? undefined : Number(values['outage-seconds']);
   if (!Number.isFinite(seconds) || seconds < 1) return print(`--seconds must be a positive number\n${usage}`, 2);
   if (outageSeconds !== undefined && !(outageSeconds >= 0)) return print(`--outage-seconds must be 0 or more\n${usage}`, 2);
   if (stores.some((s) => s !== 'pg' && s !== 'pglite')) return print(`--store must be pg, pglite or both\n${usage}`, 2);
-  if (plant && !processBugs.includes(plant)) return print(`--plant must be one of ${processBugs.join(', ')}`, 2);
+  if (plant !== undefined && !isProcessBug(plant)) return print(`--plant must be one of ${processBugs.join(', ')}`, 2);
   if (faults?.some((f) => !faultKinds.includes(f))) return print(`--faults takes ${faultKinds.join(', ')}`, 2);
   const results: TortureResult[] = [];
   for (const store of stores as Array<'pg' | 'pglite'>) {

@@ -1,15 +1,17 @@
-import { plantedBugs, processBugs, type ProcessBug } from '@baton/core';
+import { startServer } from '../server/src/serve';
+import { isProcessBug, plantedStore, processBugs } from './bugs';
 
 /**
- * The server of `npm start`, run from source with one of core's process bugs planted
- * (TORTURE_PLANT), so a test can show the torture checker catches it. The compiled server
- * bundles its own copy of core, so the bug can only be planted in a source run; nothing in the
- * shipped server reads TORTURE_PLANT.
+ * The server of `npm start`, run from source with one of the process bugs (torture/bugs.ts)
+ * planted at its store seam (TORTURE_PLANT), so a test can show the torture checker catches it.
+ * Nothing in the shipped server reads TORTURE_PLANT.
  */
-const bug = process.env.TORTURE_PLANT as ProcessBug | undefined;
-if (!bug || !processBugs.includes(bug)) {
+const bug = process.env.TORTURE_PLANT;
+if (!bug || !isProcessBug(bug)) {
   process.stderr.write(`planted-server: TORTURE_PLANT must be one of ${processBugs.join(', ')}\n`);
   process.exit(2);
 }
-plantedBugs.add(bug);
-await import('../server/src/main');
+startServer(process.env, { store: (opened) => plantedStore(bug, opened) }).catch((error: unknown) => {
+  process.stderr.write(`baton: failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ProcessBug } from '@baton/core';
+import type { ProcessBug } from './bugs';
 import { checkLogs, checkOutageLogs, checkRun, readSnapshot, type CheckResult } from './checker';
 import { adminToken, clientProcess, fleet, freePort, serverProcess, waitReady } from './cluster';
 import { faultSchedule, storeFaults, type Fault, type FaultKind } from './faults';

@@ -7,7 +7,6 @@ export * from './random';
 export * from './time';
 export * from './money';
 export * from './canonical-json';
-export * from './planted-bugs';
 export * from './context';
 export * from './store/repositories';
 export * from './store/together';

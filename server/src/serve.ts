@@ -1,3 +1,4 @@
+import type { Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
 import { randomUUID } from 'node:crypto';
@@ -16,10 +17,18 @@ import { checkPooler } from './store/sql/pooler-check';
 const exitCodes = { config: 2, dataDirInUse: 3 } as const;
 
 /**
+ * What a test may put between the server and what it opened: `store` wraps the store the
+ * server works on (the torture run plants a known bug there, torture/bugs.ts). Nothing by default.
+ */
+export interface ServerSeams {
+  store?: (opened: Store) => Store;
+}
+
+/**
  * `npm start` and `baton-server start`: the Baton server on PostgreSQL (DATABASE_URL) or embedded
  * PGlite, serving until SIGTERM or SIGINT drains it. A refused start exits the process.
  */
-export async function startServer(env: NodeJS.ProcessEnv): Promise<void> {
+export async function startServer(env: NodeJS.ProcessEnv, seams: ServerSeams = {}): Promise<void> {
   let config: Config;
   try {
     config = loadConfig(env);
@@ -55,7 +64,7 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<void> {
   // It takes two connections of its own: the listener and a publisher with asynchronous commit.
   // It may have a URL of its own (BATON_NOTIFY_DATABASE_URL), for a store behind a transaction pooler.
   const notifier = store.kind === 'postgres' && config.databaseUrl ? await PgNotifier.start({ url: config.notifyDatabaseUrl ?? config.databaseUrl, clock, logger }) : undefined;
-  const baton = await createBaton({ store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, console: config.console, bootstrap: config.bootstrap, bootstrapPlan: config.bootstrapPlan, logger, notifier,
+  const baton = await createBaton({ store: seams.store ? seams.store(store) : store, clock, adminToken: config.adminToken, metricsToken: config.metricsToken, console: config.console, bootstrap: config.bootstrap, bootstrapPlan: config.bootstrapPlan, logger, notifier,
     webhooks: { secretKey, allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs } });
   if (!secretKey) logger.warn('BATON_SECRET_KEY is not set: webhook destinations cannot be created (docs/operator.md)');
 

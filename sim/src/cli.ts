@@ -1,7 +1,7 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { plantableBugs, plantedBugs, type PlantedBug } from '@baton/core';
+import { isPlantableBug, plantableBugs, type PlantedBug } from './bugs/catalogue';
 import { formatFaults, parseFaults } from './faults';
 import { shrink } from './shrink';
 import { simulate, type SimConfig, type SimResult, type StoreKind } from './simulation';
@@ -68,8 +68,8 @@ function parse(argv: string[]): Options {
   };
   const store = (values.store ?? 'memory') as StoreKind;
   if (!['memory', 'pglite', 'pg'].includes(store)) throw new UsageError(`--store must be memory, pglite or pg, got ${store}`);
-  const plant = values.plant as PlantedBug | undefined;
-  if (plant !== undefined && !plantableBugs.includes(plant)) throw new UsageError(`--plant must be one of ${plantableBugs.join(', ')}`);
+  const plant = values.plant;
+  if (plant !== undefined && !isPlantableBug(plant)) throw new UsageError(`--plant must be one of ${plantableBugs.join(', ')}`);
   const from = values.from === 'random' ? Math.floor(Date.now() / 1000) : int('from', values.from, 1);
   const seeds = values.seed !== undefined ? [int('seed', values.seed, 1)] : Array.from({ length: int('seeds', values.seeds, 20) }, (_, i) => from + i);
   return {
@@ -108,7 +108,6 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${error.message ? `sim: ${error.message}\n\n` : ''}${usage}\n`);
     return 2;
   }
-  if (options.plant) plantedBugs.add(options.plant);
   let failures = 0;
   let requests = 0;
   let wallMs = 0;
@@ -123,7 +122,7 @@ export async function main(argv: string[]): Promise<number> {
   process.stdout.write(`sim: ${options.seeds.length} seed(s) from ${first}, ${options.agents} agents, ${options.steps} steps, store ${options.store}${options.plant ? `, planted bug ${options.plant}` : ''}\n`);
   for (const seed of options.seeds) {
     const cpuBefore = process.cpuUsage();
-    const result = await simulate({ seed, agents: options.agents, steps: options.steps, faults: options.faults, weights: options.weights, store: options.store, trace: options.trace });
+    const result = await simulate({ seed, agents: options.agents, steps: options.steps, faults: options.faults, weights: options.weights, store: options.store, trace: options.trace, plant: options.plant });
     const cpu = process.cpuUsage(cpuBefore);
     cpuMs += (cpu.user + cpu.system) / 1000;
     requests += result.requests;

@@ -1,5 +1,6 @@
 import type { Store } from '@baton/core';
 import { createBaton, type Baton, type BatonOptions } from '@baton-coordination/server';
+import type { Plant } from './bugs/catalogue';
 import type { SimRandom } from './rng';
 import type { Scheduler } from './scheduler';
 
@@ -37,6 +38,8 @@ export class ServerHost {
     private readonly rng: SimRandom,
     /** Webhook delivery settings (webhook-receiver.ts): the simulated receiver behind the faulty network. */
     private readonly webhooks: BatonOptions['webhooks'] = undefined,
+    /** A known bug at the network or limits seam (bugs/catalogue.ts); none by default. */
+    private readonly plant: Plant = {},
   ) {}
 
   async start(): Promise<void> {
@@ -50,6 +53,7 @@ export class ServerHost {
       random: this.rng.fork(`server-${this.generation}`),
       adminToken,
       ...(this.webhooks ? { webhooks: this.webhooks } : {}),
+      ...(this.plant.limits ? { limits: this.plant.limits() } : {}),
     });
   }
 
@@ -72,8 +76,14 @@ export class ServerHost {
   }
 
   /** Handles one request to completion; undefined when the connection is refused. */
-  async handle(request: HttpRequest): Promise<HttpReply | undefined> {
+  async handle(sent: HttpRequest): Promise<HttpReply | undefined> {
     if (!this.isUp()) return undefined;
+    const request = this.plant.request ? this.plant.request(sent) : sent;
+    const reply = await this.inject(request);
+    return this.plant.reply ? this.plant.reply(request, reply) : reply;
+  }
+
+  private async inject(request: HttpRequest): Promise<HttpReply> {
     const res = await this.baton!.app.inject({
       method: request.method,
       url: request.path,

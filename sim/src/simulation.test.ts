@@ -1,10 +1,8 @@
-import { plantableBugs, plantedBugs } from '@baton/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { plantableBugs } from './bugs/catalogue';
 import { main, replayCommand } from './cli';
 import { shrink } from './shrink';
 import { simulate, type SimResult, type StoreKind } from './simulation';
-
-afterEach(() => plantedBugs.clear());
 
 describe('the simulator', () => {
   it('is deterministic: a seed run twice gives the same trace hash, other seeds other hashes', async () => {
@@ -32,10 +30,9 @@ describe('the simulator', () => {
   }, 120_000);
 
   it.each(plantableBugs)('catches the planted bug %s with a seed whose replay reproduces it', async (bug) => {
-    plantedBugs.add(bug);
     let failing: SimResult | undefined;
     for (let seed = 1; seed <= 10 && !failing; seed++) {
-      const result = await simulate({ seed, agents: 6, steps: 1_500, store: 'memory' });
+      const result = await simulate({ seed, agents: 6, steps: 1_500, store: 'memory', plant: bug });
       if (result.violations.length > 0) failing = result;
     }
     expect(failing, `no seed in 1..10 caught ${bug}`).toBeDefined();
@@ -48,9 +45,8 @@ describe('the simulator', () => {
   }, 60_000);
 
   it('catches a double delivery (message-claims-leased) with the task invariants alone, replayably', async () => {
-    plantedBugs.add('message-claims-leased');
     // No message agents: only the task workers' raw recv reaches the bug, so only the task checks can see it.
-    const failing = await simulate({ seed: 1, agents: 6, steps: 1_500, store: 'memory', messageAgents: false });
+    const failing = await simulate({ seed: 1, agents: 6, steps: 1_500, store: 'memory', messageAgents: false, plant: 'message-claims-leased' });
     expect(failing.violations).toContainEqual(expect.stringMatching(/^task delivery .* two live leases$/));
     const replay = await simulate(failing.config);
     expect(replay.traceHash).toBe(failing.traceHash);
@@ -58,9 +54,8 @@ describe('the simulator', () => {
   }, 60_000);
 
   it('catches a group deciding twice (group-decides-twice) with the group invariants, replayably', async () => {
-    plantedBugs.add('group-decides-twice');
     // A coordinator's late verdict on a DECIDED group runs the rule again: a second decision.
-    const failing = await simulate({ seed: 1, agents: 6, steps: 1_500, store: 'memory' });
+    const failing = await simulate({ seed: 1, agents: 6, steps: 1_500, store: 'memory', plant: 'group-decides-twice' });
     expect(failing.violations).toContainEqual(expect.stringMatching(/^group .*(decided twice|the store showed .* decided at .*, now DECIDED)/));
     const replay = await simulate(failing.config);
     expect(replay.traceHash).toBe(failing.traceHash);
@@ -68,8 +63,7 @@ describe('the simulator', () => {
   }, 60_000);
 
   it('shrinks a failing run to a smaller one that still fails', async () => {
-    plantedBugs.add('idempotency-applies-twice');
-    const failing = await simulate({ seed: 1, agents: 8, steps: 1_500, store: 'memory' });
+    const failing = await simulate({ seed: 1, agents: 8, steps: 1_500, store: 'memory', plant: 'idempotency-applies-twice' });
     expect(failing.violations.length).toBeGreaterThan(0);
     const small = await shrink(failing, 40);
     expect(small.violations.length).toBeGreaterThan(0);

@@ -1,6 +1,8 @@
 import type { Store } from '@baton/core';
 import { openStore, createScratchDatabase } from '@baton-coordination/server';
 import { Janitor } from './agents/janitor';
+import { plantBug, type Plant, type PlantedBug } from './bugs/catalogue';
+import { PlantedStore } from './bugs/planted-store';
 import { BarrierWorkload } from './barriers';
 import { LimitsWorkload } from './limits';
 import { LeaseWorkload } from './leases';
@@ -49,6 +51,8 @@ export interface SimConfig {
   trace?: boolean;
   /** False: no message sender or workers (the task agents alone must catch a double delivery). Default true. */
   messageAgents?: boolean;
+  /** A known bug planted at one of the run's seams (bugs/catalogue.ts), to show the checkers catch it. */
+  plant?: PlantedBug;
   /** Test-only: plant a bug in the task workers' runtime seam (sim/src/agents/task-worker.ts). */
   runtimeBugs?: RuntimeBugs;
 }
@@ -89,10 +93,15 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
   // The servers and agents use the store through this; the per-step checks read rawStore, and
   // only after a step in which the store was used (watched-store.ts).
   const store = new WatchedStore(rawStore);
+  const plant: Plant = config.plant ? plantBug(config.plant, scheduler.clock) : {};
+  // The servers' store: the watched one, with a planted bug's repositories in front when it has any.
+  const serverStore = plant.store ? new PlantedStore(store, plant.store) : store;
   const ledger = new Ledger();
   try {
     const receiver = new WebhookReceiver(rng.fork('webhooks'), scheduler.clock, trace);
-    const server = new ServerHost(store, scheduler, rng.fork('server'), receiver.dispatcherOptions());
+    const webhooks = receiver.dispatcherOptions();
+    if (plant.deliver && webhooks.deliver) webhooks.deliver = plant.deliver(webhooks.deliver);
+    const server = new ServerHost(serverStore, scheduler, rng.fork('server'), webhooks, plant);
     await server.start();
     const tenant = await setUpTenant(server, rng);
     const destination = await setUpDestination(server, tenant, receiver, new SimRandom(`${rng.seed}/destination`));
@@ -122,7 +131,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     // Claims, timers and runs go to a second server process on the same store, with streams of its
     // own (ids, network, agents, restarts), so the rest of the run moves only through the shared
     // sweep (the main server fires their timers and finishes their cascades, drawing ids as it goes).
-    const coordinationServer = new ServerHost(store, scheduler, new SimRandom(`${rng.seed}/coordination-server`));
+    const coordinationServer = new ServerHost(serverStore, scheduler, new SimRandom(`${rng.seed}/coordination-server`), undefined, plant);
     await coordinationServer.start();
     const coordination = await CoordinationWorkload.setUp(coordinationServer, sim, new SimRandom(`${rng.seed}/coordination`));
     const watcher = new Watcher('watcher', sim);

@@ -7,7 +7,6 @@ import type { Budget, BudgetEntry, Reservation } from '../budgets/model';
 import { eventTypes, type NewEvent } from '../events/model';
 import type { Message } from '../messages/model';
 import { topicOf } from '../notifier';
-import { plantedBugs } from '../planted-bugs';
 import type { Pool, WorkLimit } from '../pools/model';
 import { together } from '../store/together';
 import { isoFromMs } from '../time';
@@ -194,7 +193,6 @@ export async function releaseResources(ctx: OpContext, delivery: Message, voidRe
   const events: NewEvent[] = [];
   const about = { messageId: delivery.id, taskId: delivery.taskId, holder: delivery.holder, holderSession: delivery.holderSession, reason: why };
   for (const p of held.pools) {
-    if (voidReservations && plantedBugs.has('admission-keeps-pool-units')) continue;
     const pool = await tx.pools.release(spaceId, p.id, p.units, nowMs);
     events.push({ type: eventTypes.poolUnitsReleased, aggregateType: 'pool', aggregateId: p.id, scopeId: delivery.scopeId, data: { ...about, units: p.units, inUse: pool.inUse } });
   }

@@ -1,5 +1,4 @@
 import { assert } from '../assert';
-import { plantedBugs } from '../planted-bugs';
 import type { Allowance, AllowanceWaiter } from './model';
 
 /**
@@ -71,7 +70,6 @@ export function grantFromHead(a: Allowance, line: AllowanceWaiter[], nowMs: numb
       continue;
     }
     const unfit = coolingDown(allowance, nowMs) || !fits(allowance, w.units);
-    if (unfit && plantedBugs.has('allowance-skips-blocked-head')) continue;
     blocked ||= unfit;
     if (blocked) continue;
     allowance = take(allowance, w.units, nowMs);

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { InvariantViolation } from '../assert';
-import { plantedBugs } from '../planted-bugs';
 import type { Barrier } from './model';
 import { advanceEpoch, assertBarrier, cancelBarrier, decideArrival, newBarrier, stillWaiting } from './rules';
 
@@ -88,15 +87,6 @@ describe('barrier rules', () => {
       { ...b, arrivals: -1 },
     ]) {
       expect(() => assertBarrier(broken)).toThrow(InvariantViolation);
-    }
-  });
-
-  it('the planted bug counts a repeat (and only the planted bug)', () => {
-    plantedBugs.add('barrier-counts-repeat-arrival');
-    try {
-      expect(decideArrival(arrived(fresh(3), 1), true, undefined, 9)).toMatchObject({ kind: 'counted', barrier: { arrivals: 2 } });
-    } finally {
-      plantedBugs.delete('barrier-counts-repeat-arrival');
     }
   });
 });

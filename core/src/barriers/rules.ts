@@ -1,6 +1,5 @@
 import { assert } from '../assert';
 import { conflict } from '../errors';
-import { plantedBugs } from '../planted-bugs';
 import { maxBarrierTarget, type Barrier } from './model';
 
 /**
@@ -34,7 +33,7 @@ export type ArrivalDecision = { kind: 'replay' } | { kind: 'counted'; barrier: B
  * the target releases the barrier.
  */
 export function decideArrival(b: Barrier, alreadyCounted: boolean, epoch: number | undefined, nowMs: number): ArrivalDecision {
-  if (alreadyCounted && !plantedBugs.has('barrier-counts-repeat-arrival')) return { kind: 'replay' };
+  if (alreadyCounted) return { kind: 'replay' };
   if (epoch !== undefined && epoch !== b.epoch) throw conflict(`barrier ${b.id} is in epoch ${b.epoch}, not ${epoch}`);
   if (b.state !== 'WAITING') throw conflict(`barrier ${b.id} is ${b.state} (epoch ${b.epoch}); a new arrivalKey counts only while it is WAITING`);
   const arrivals = b.arrivals + 1;

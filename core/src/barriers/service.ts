@@ -68,9 +68,7 @@ export async function arrive(ctx: OpContext, id: string, body: ArriveBody): Prom
   if (outcome.kind === 'replay') return { ...barrierView(barrier), replay: true };
 
   const next = outcome.barrier;
-  // Only the planted bug 'barrier-counts-repeat-arrival' gets here with a prior arrival; the
-  // arrivals' unique key would refuse its second row.
-  if (!prior) await ctx.tx.barriers.insertArrival({ spaceId: ctx.spaceId, barrierId: id, epoch: next.epoch, arrivalKey: body.arrivalKey, arrivedAt: ctx.nowMs });
+  await ctx.tx.barriers.insertArrival({ spaceId: ctx.spaceId, barrierId: id, epoch: next.epoch, arrivalKey: body.arrivalKey, arrivedAt: ctx.nowMs });
   await ctx.tx.barriers.update(next);
   await appendEvent(ctx, next, eventTypes.barrierArrived, { epoch: next.epoch, arrivalKey: body.arrivalKey, arrivals: next.arrivals, target: next.target });
   if (outcome.released) await appendEvent(ctx, next, eventTypes.barrierReleased, { epoch: next.epoch, arrivals: next.arrivals, target: next.target });

@@ -1,7 +1,6 @@
 import { assert } from '../assert';
 import { BatonError, conflict } from '../errors';
 import { maxMinor } from '../money';
-import { plantedBugs } from '../planted-bugs';
 import type { Budget, Reservation } from './model';
 
 /**
@@ -55,10 +54,9 @@ export function settleFunds(b: Budget, r: Reservation, amountMinor: bigint, nowM
       `settle of ${amountMinor} exceeds the reservation's remainder ${r.remainingMinor} by ${excess}; budget ${b.name} has ${b.availableMinor} available`,
     );
   }
-  const skipReserved = plantedBugs.has('settle-skips-reserved-update');
   const budget: Budget = {
     ...b,
-    reservedMinor: skipReserved ? b.reservedMinor : b.reservedMinor - fromReserved,
+    reservedMinor: b.reservedMinor - fromReserved,
     availableMinor: b.availableMinor - excess,
     settledMinor: b.settledMinor + amountMinor,
     updatedAt: nowMs,
@@ -71,7 +69,7 @@ export function settleFunds(b: Budget, r: Reservation, amountMinor: bigint, nowM
     state: remainingMinor === 0n ? 'SETTLED' : 'ACTIVE',
     updatedAt: nowMs,
   };
-  if (!skipReserved) assertConservation(budget);
+  assertConservation(budget);
   assertReservation(reservation);
   return { budget, reservation };
 }

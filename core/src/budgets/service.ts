@@ -4,7 +4,6 @@ import { BatonError, conflict, notFound } from '../errors';
 import { eventTypes } from '../events/model';
 import { parseMinor } from '../money';
 import { decodeNameCursor, decodePositionCursor, encodeNameCursor, encodePositionCursor } from '../paging';
-import { plantedBugs } from '../planted-bugs';
 import type { BudgetCreateBody, BudgetView, EntryReply, ReserveBody, ReservationView, SettleBody, VoidBody } from '../schemas/budgets';
 import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
@@ -174,11 +173,6 @@ export async function voidReservation(ctx: OpContext, budgetId: string, body: Vo
   });
 }
 
-/** Only reached with the planted bug 'settle-ignores-work-key': a second entry needs its own key. */
-function entryIdSuffix(ctx: OpContext): string {
-  return ctx.random.uuid().slice(0, 8);
-}
-
 type EntryEffect = (b: Budget, r: Reservation) => { budget: Budget; reservation: Reservation; amountMinor: bigint };
 
 /**
@@ -198,7 +192,7 @@ async function applyEntry(
   const { budget, reservation, prior, active } = await lockEntryTargets(ctx, budgetId, reservationId, workKey);
   if (!reservation || reservation.budgetId !== budgetId) throw notFound('reservation');
 
-  if (prior && !plantedBugs.has('settle-ignores-work-key')) {
+  if (prior) {
     const same = prior.kind === kind && prior.reservationId === reservationId && (requestedMinor === undefined || prior.amountMinor === requestedMinor);
     if (!same) throw conflict(`workKey ${workKey} was already used for a ${prior.kind} of ${prior.amountMinor} on reservation ${prior.reservationId}`);
     return { entry: entryView(prior), replay: true, reservation: reservationView(reservation), budget: budgetView(budget, active) };
@@ -213,7 +207,7 @@ async function applyEntry(
     reservationId,
     kind,
     amountMinor: next.amountMinor,
-    workKey: prior ? `${workKey}#${entryIdSuffix(ctx)}` : workKey,
+    workKey,
     createdAt: ctx.nowMs,
   };
   await ctx.tx.budgets.update(next.budget);

@@ -9,7 +9,6 @@ import type { Page } from '../store/page';
 import { together } from '../store/together';
 import type { Tx } from '../store/store';
 import { isoFromMs } from '../time';
-import { plantedBugs } from '../planted-bugs';
 import type { Claim, ClaimState } from './model';
 import { advanceFencing, claimTokenFor, decideAcquire, expiredClaim, hashClaimSecret, holdsClaim, newClaim, releasedClaim, renewedClaim } from './rules';
 import { claimGrantView, claimView } from './views';
@@ -41,8 +40,7 @@ export async function acquire(ctx: OpContext, body: ClaimCreateBody): Promise<{ 
     ctx.tx.claims.getHeld(ctx.spaceId, body.claimKey, { forUpdate: true }),
   );
   refuseIfEnded(run, body.scopeId);
-  // Planted (test-only): a live holder of the key goes unseen, and the key is taken anyway.
-  const decision = decideAcquire(plantedBugs.has('claim-ignores-held') && held !== undefined && held.leaseExpiresAt > ctx.nowMs ? undefined : held, body.holder, hashClaimSecret(body.holderSession), ctx.nowMs);
+  const decision = decideAcquire(held, body.holder, hashClaimSecret(body.holderSession), ctx.nowMs);
   if (decision.kind === 'same') {
     const token = claimTokenFor(ctx.spaceId, decision.claim.id, decision.claim.tokenNonce, body.holderSession);
     assert(hashClaimSecret(token) === decision.claim.tokenHash, `claim ${decision.claim.id}: its token does not derive from its session`);
@@ -58,9 +56,7 @@ export async function acquire(ctx: OpContext, body: ClaimCreateBody): Promise<{ 
     await ctx.tx.claims.update(ended);
     events.push(expiredEvent(ended, id));
   }
-  // Planted (test-only): the key's last fencing token is used again, its row left as it was.
-  const reused = plantedBugs.has('claim-fencing-reused') && key.lastFencingToken > 0;
-  const advanced = reused ? key : advanceFencing(key, ctx.nowMs);
+  const advanced = advanceFencing(key, ctx.nowMs);
   const tokenNonce = ctx.random.uuid();
   const token = claimTokenFor(ctx.spaceId, id, tokenNonce, body.holderSession);
   const claim = newClaim(
@@ -78,7 +74,7 @@ export async function acquire(ctx: OpContext, body: ClaimCreateBody): Promise<{ 
     leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds),
     ctx.nowMs,
   );
-  if (!reused) await ctx.tx.claims.advanceKey(advanced);
+  await ctx.tx.claims.advanceKey(advanced);
   await ctx.tx.claims.insert(claim);
   events.push(claimEvent(claim, eventTypes.claimAcquired, { leaseExpiresAt: isoFromMs(claim.leaseExpiresAt) }));
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);

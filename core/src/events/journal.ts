@@ -1,5 +1,4 @@
 import type { EventView } from '../schemas/events';
-import { plantedBugs } from '../planted-bugs';
 import type { Tx } from '../store/store';
 import { together } from '../store/together';
 import { isoFromMs } from '../time';
@@ -56,8 +55,7 @@ export interface EventPage {
 export async function readEvents(tx: Tx, spaceId: string, cursor: string | undefined, limit: number): Promise<EventPage> {
   const after = cursor ?? '0';
   const { listed, purgedThrough } = await listWithPurgePoint(tx, spaceId, after, limit, cursor);
-  const events = plantedBugs.has('journal-drops-event') ? listed.filter((_e, i) => i !== 1) : listed;
-  const page: EventPage = { items: events.map(eventView), nextCursor: listed.at(-1)?.eventId ?? after };
+  const page: EventPage = { items: listed.map(eventView), nextCursor: listed.at(-1)?.eventId ?? after };
   if (lostToRetention(cursor, purgedThrough, listed[0]?.eventId)) page.truncated = true;
   return page;
 }

@@ -1,5 +1,4 @@
 import { assert } from '../assert';
-import { plantedBugs } from '../planted-bugs';
 import type { NewEvent } from './model';
 import { eventTypes } from './model';
 
@@ -108,7 +107,7 @@ export function scopesOf(event: Pick<WatchedEvent, 'scopeId' | 'data'>): string[
 export function watchMatches(filter: WatchFilter, subtree: ReadonlySet<string> | null, event: WatchedEvent): boolean {
   assert((filter.scopeId === null) === (subtree === null), 'the scope subtree is resolved exactly when filtering by scope');
   if (!typeMatches(filter.types, event.type)) return false;
-  if (filter.aggregate !== null && !plantedBugs.has('watch-ignores-aggregate')) {
+  if (filter.aggregate !== null) {
     if (event.aggregateType !== filter.aggregate.type) return false;
     if (filter.aggregate.id !== null && event.aggregateId !== filter.aggregate.id) return false;
   }

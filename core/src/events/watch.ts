@@ -1,6 +1,5 @@
 import type { EventView } from '../schemas/events';
 import type { Tx } from '../store/store';
-import { plantedBugs } from '../planted-bugs';
 import { eventView, listWithPurgePoint, lostToRetention } from './journal';
 import { watchMatches, type WatchFilter } from './watch-filter';
 
@@ -42,7 +41,6 @@ export async function readWatchPage(tx: Tx, spaceId: string, cursor: string | un
     for (const event of listed) {
       examined++;
       after = event.eventId;
-      if (plantedBugs.has('watch-skips-event') && examined === 1) continue;
       if (!watchMatches(filter, subtree, event)) continue;
       items.push(eventView(event));
       if (items.length === limit) return { items, nextCursor: after, subtree, truncated: truncated ?? false };

@@ -4,7 +4,6 @@ import { BatonError, conflict, notFound } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
 import { mailboxOf, sendTargetOf } from '../messages/service';
 import { decodePositionCursor, encodePositionCursor } from '../paging';
-import { plantedBugs } from '../planted-bugs';
 import type { Random } from '../random';
 import type { GroupCreateBody, GroupCreatedReply, GroupListQuery, GroupView, JoinTaskBody, MemberTaskBody, MemberTaskReply, VerdictReply } from '../schemas/groups';
 import type { Page } from '../store/page';
@@ -232,7 +231,7 @@ export async function close(ctx: OpContext, id: string, how: 'CLOSE' | 'SEAL'): 
 
 /** The group row, locked: the lock every change to a group's decision takes (docs/lock-order.md). */
 async function lockGroup(ctx: OpContext, id: string): Promise<TaskGroup> {
-  const group = await ctx.tx.taskGroups.get(ctx.spaceId, id, { forUpdate: !plantedBugs.has('group-skips-lock') });
+  const group = await ctx.tx.taskGroups.get(ctx.spaceId, id, { forUpdate: true });
   if (!group) throw notFound('task group');
   return group;
 }
@@ -250,15 +249,12 @@ async function applyDeadline(ctx: OpContext, group: TaskGroup, events: NewEvent[
  * group as it now is.
  */
 async function evaluate(ctx: OpContext, group: TaskGroup, events: NewEvent[]): Promise<TaskGroup> {
-  if (group.state === 'DECIDED' && !plantedBugs.has('group-decides-twice')) return group;
+  if (group.state === 'DECIDED') return group;
   const members = await ctx.tx.taskGroups.listMembers(ctx.spaceId, group.id);
-  const decision = decide(group.state === 'DECIDED' ? forgetDecision(group) : group, members, ctx.nowMs);
+  const decision = decide(group, members, ctx.nowMs);
   if (!decision) return group;
   return decided(ctx, group, members, decision, events);
 }
-
-/** The planted group-decides-twice: a DECIDED group taken for an undecided, sealed one. */
-const forgetDecision = (group: TaskGroup): TaskGroup => ({ ...group, state: 'SEALED', outcome: null, outcomeReason: null, decidedAt: null });
 
 async function decided(ctx: OpContext, group: TaskGroup, members: readonly MemberRow[], decision: GroupDecision, events: NewEvent[]): Promise<TaskGroup> {
   const next: TaskGroup = { ...group, state: 'DECIDED', outcome: decision.outcome, outcomeReason: decision.outcomeReason, decidedAt: ctx.nowMs, updatedAt: ctx.nowMs };

@@ -4,7 +4,6 @@ import type { OpContext } from '../context';
 import { BatonError, forbidden, notFound, conflict, validationFailed } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
 import { decodeNameCursor, encodeNameCursor } from '../paging';
-import { plantedBugs } from '../planted-bugs';
 import type { MailboxCreateBody, MailboxView, MessageView, RenewBody, RenewReply, SendBody } from '../schemas/messages';
 import type { Page } from '../store/page';
 import type { Tx } from '../store/store';
@@ -310,7 +309,7 @@ export async function lockLease(ctx: OpContext, messageId: string, token: string
 /** lockLease's check on `message` (undefined: none of that id), read under its row lock. */
 export function checkLease(ctx: OpContext, messageId: string, message: Message | undefined, token: string): Message {
   if (!message) throw notFound('message');
-  if (!holdsLease(message, token, plantedBugs.has('lease-expiry-ignored') ? -Infinity : ctx.nowMs)) {
+  if (!holdsLease(message, token, ctx.nowMs)) {
     const why = message.state === 'CLAIMED' ? 'the lease expired or the message was claimed again' : `the message is ${message.state}`;
     throw new BatonError('LEASE_LOST', `this token is not the live claim of message ${messageId}: ${why}`);
   }

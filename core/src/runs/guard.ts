@@ -1,6 +1,5 @@
 import type { OpContext } from '../context';
 import { conflict } from '../errors';
-import { plantedBugs } from '../planted-bugs';
 import type { Run } from './model';
 
 /**
@@ -20,8 +19,6 @@ export function governingRun(ctx: OpContext, scopeId: string): Promise<Run | und
 /** 409 CONFLICT naming the run's state when `run` has ended; nothing when it is ACTIVE or there is none. */
 export function refuseIfEnded(run: Run | undefined, scopeId: string): void {
   if (run === undefined || run.state === 'ACTIVE') return;
-  // Planted (test-only): an ended run takes new work as if it were ACTIVE.
-  if (plantedBugs.has('ended-run-takes-work')) return;
   const which = run.scopeId === scopeId ? `run ${scopeId}` : `scope ${scopeId} belongs to run ${run.scopeId}, which`;
   throw conflict(`${which} is ${run.state}: it takes no new work`);
 }

@@ -11,7 +11,6 @@ import type { Tx } from '../store/store';
 import { defaultSpaceLimits } from '../tenancy/space-limits';
 import type { Random } from '../random';
 import { isoFromMs } from '../time';
-import { plantedBugs } from '../planted-bugs';
 import { runCancelledReason, type Run } from './model';
 import { addChild, assertRun, endRun } from './rules';
 
@@ -115,8 +114,7 @@ async function cascadeStep(ctx: OpContext, run: Run): Promise<Run> {
   // Timers before tasks: a timer's lock comes before its mailbox's (docs/lock-order.md), and a task's cancel takes message locks.
   const timers = await cancelArmedInScope(ctx, scopes, cascadeBatch, runCancelledReason);
   const claims = await upTo(scopes, (scopeId, limit) => releaseInScope(ctx, scopeId, limit, runCancelledReason));
-  // Planted (test-only): the cascade forgets the run's live tasks.
-  const live = plantedBugs.has('run-cancel-skips-tasks') ? 0 : await upTo(scopes, async (scopeId, limit) => {
+  const live = await upTo(scopes, async (scopeId, limit) => {
     const tasks = await ctx.tx.tasks.list(ctx.spaceId, scopeId, ['PENDING', 'RUNNING'], null, limit);
     for (const task of tasks) await cancelIfLive(ctx, task.id);
     return tasks.length;

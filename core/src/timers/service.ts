@@ -11,7 +11,6 @@ import type { Tx } from '../store/store';
 import type { SpaceLimits } from '../tenancy/model';
 import { spaceLimitBounds, spaceLimits } from '../tenancy/space-limits';
 import { msFromIso } from '../time';
-import { plantedBugs } from '../planted-bugs';
 import { timerWorkKey, type Timer, type TimerState } from './model';
 import { cancelledTimer, deferredTimer, fireAtOf, firedTimer, newTimer, sameArm, timerFingerprint } from './rules';
 import { timerView } from './views';
@@ -172,11 +171,6 @@ async function fire(ctx: OpContext, timer: Timer): Promise<void> {
   const next = firedTimer(timer, messageId, ctx.nowMs);
   await ctx.tx.timers.update(next);
   await appendEvent(ctx, next, eventTypes.timerFired, { timerKey: next.timerKey, mailboxId: next.mailboxId, messageId, fireAt: timerView(next).fireAt });
-  if (plantedBugs.has('timer-fires-twice')) {
-    // Planted (test-only): the FIRED timer is fired again, as by a sweep that skips its ARMED check, under a fresh workKey.
-    const again = (await send(ctx, timer.mailboxId, { scopeId: timer.scopeId, payload: timer.payload, workKey: `${workKey}:again` })).view.id;
-    await appendEvent(ctx, next, eventTypes.timerFired, { timerKey: next.timerKey, mailboxId: next.mailboxId, messageId: again, fireAt: timerView(next).fireAt });
-  }
 }
 
 /**

@@ -62,6 +62,11 @@ export interface BatonOptions {
   metricsCensus?: Partial<CensusOptions>;
   /** Webhooks: BATON_SECRET_KEY, BATON_WEBHOOK_ALLOW_PRIVATE, and (tests) shorter timeouts or schedules. */
   webhooks?: Partial<DispatcherOptions>;
+  /**
+   * The limits this server enforces, fresh for each server (they count in memory). Default a new
+   * Limits; the simulator passes one with a known bug in it (sim/src/bugs/limits.ts).
+   */
+  limits?: Limits;
   /** How often the limits sync runs once started (limits-sync.ts); tests shorten it. */
   limitsSyncIntervalMs?: number;
   /**
@@ -97,7 +102,7 @@ export async function createBaton(options: BatonOptions): Promise<Baton> {
   const background = new BackgroundWork(store, options.clock, options.logger, random, options.backgroundIntervalMs, realTime);
   const webhookOptions: DispatcherOptions = { secretKey: undefined, allowPrivate: false, ...defaultDispatcherOptions, observer: metrics?.webhooks, ...options.webhooks };
   const webhooks = new WebhookDispatcher(store, options.clock, random, options.logger, webhookOptions, notifier, realTime);
-  const limits = new Limits();
+  const limits = options.limits ?? new Limits();
   // A server's id only tells its request counts apart from the other servers'; a restart is a new server.
   const limitsSync = new LimitsSync(store, options.clock, random.uuid(), limits.rate, limits.ledger, options.logger, options.limitsSyncIntervalMs ?? defaultSyncIntervalMs, realTime);
   const credentials = new CredentialCache(realTime);

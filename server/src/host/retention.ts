@@ -1,4 +1,4 @@
-import { assert, effectiveLimits, plantedBugs, type Clock, type RetentionSpace, type SpaceCutoff, type Store, type Tx } from '@baton/core';
+import { assert, effectiveLimits, type Clock, type RetentionSpace, type SpaceCutoff, type Store, type Tx } from '@baton/core';
 
 const dayMs = 24 * 60 * 60 * 1000;
 /** The journal keeps the longer of the plan window and this (docs/design/0017-retention.md). */
@@ -81,5 +81,5 @@ function planRetentionDays(space: RetentionSpace): number {
 
 const cutoffOf = (space: RetentionSpace, nowMs: number, retentionDays: number): SpaceCutoff => ({
   spaceId: space.spaceId,
-  cutoffMs: plantedBugs.has('retention-ignores-window') ? nowMs : nowMs - retentionDays * dayMs,
+  cutoffMs: nowMs - retentionDays * dayMs,
 });

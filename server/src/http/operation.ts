@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { BatonError, canonicalJson, plantedBugs, spaceLimits, together, type OpContext, type Tx } from '@baton/core';
+import { BatonError, canonicalJson, spaceLimits, together, type OpContext, type Tx } from '@baton/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, retryAfterSeconds, type ErrorBody } from './error-handler';
 import { errorTable } from './error-status';
@@ -38,18 +38,8 @@ export interface Outcome extends OperationResult {
  * this is the one place that knows an operation really ran (not a replay).
  */
 export async function runOperation(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, keyRule: KeyRule, operation: Operation): Promise<FastifyReply> {
-  const outcome = await attemptOperation(deps, request, keyRule, plantedBugs.has('ack-before-commit') ? acknowledgingFirst(reply, operation) : operation);
+  const outcome = await attemptOperation(deps, request, keyRule, operation);
   return reply.sent ? reply : sendOutcome(reply, outcome);
-}
-
-/** The planted bug ack-before-commit (torture/planted-server.ts): the reply leaves, then the commit waits. */
-function acknowledgingFirst(reply: FastifyReply, operation: Operation): Operation {
-  return async (ctx) => {
-    const result = await operation(ctx);
-    sendOutcome(reply, { ...result, replayed: false });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    return result;
-  };
 }
 
 /**
@@ -71,7 +61,6 @@ export async function attemptOperation(
   const nowMs = deps.clock.now();
   const limits = spaceLimits(request.principal!.space, request.principal!.org);
   const ctx = (tx: Tx): OpContext => ({ tx, spaceId, nowMs, random: deps.random, limits });
-  const replays = !(plantedBugs.has('batch-replay-reapplies') && request.routeOptions.url?.endsWith('-batch'));
 
   let outcome: Outcome;
   try {
@@ -81,7 +70,7 @@ export async function attemptOperation(
       // because nothing of the transaction commits unless the claim found the key free: on a
       // replay, or a key in flight, the whole transaction, the operation's writes with it, is
       // rolled back. Both always settle before the transaction ends.
-      const [claim, run] = await Promise.allSettled([key === undefined ? undefined : claimKey(tx, spaceId, key, fingerprint, nowMs, replays), operation(ctx(tx))]);
+      const [claim, run] = await Promise.allSettled([key === undefined ? undefined : claimKey(tx, spaceId, key, fingerprint, nowMs), operation(ctx(tx))]);
       if (claim.status === 'rejected') throw claim.reason;
       if (claim.value) throw new Replay(claim.value);
       if (run.status === 'rejected') throw run.reason;
@@ -122,7 +111,7 @@ async function storeErrorReply(deps: AppDeps, spaceId: string, key: string, fing
 }
 
 /** Takes the key for this transaction; returns the stored reply when this is a replay. */
-async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: string, nowMs: number, replays = true): Promise<Outcome | undefined> {
+async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: string, nowMs: number): Promise<Outcome | undefined> {
   // Lock and read are two statements sent together: the read must take its snapshot after the
   // lock is granted, or it could miss the reply of a first request that just committed. Sent
   // together they still cost one round trip; the read is ignored when the lock is refused.
@@ -130,12 +119,11 @@ async function claimKey(tx: Tx, spaceId: string, key: string, fingerprint: strin
   if (!locked) {
     throw new BatonError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still in flight; retry after it finishes');
   }
-  const record = plantedBugs.has('idempotency-applies-twice') || !replays ? undefined : stored;
-  if (!record || record.createdAt <= nowMs - replayWindowMs) return undefined;
-  if (record.fingerprint !== fingerprint) {
+  if (!stored || stored.createdAt <= nowMs - replayWindowMs) return undefined;
+  if (stored.fingerprint !== fingerprint) {
     throw new BatonError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another method, path or body');
   }
-  return { statusCode: record.statusCode, body: record.body, replayed: true };
+  return { statusCode: stored.statusCode, body: stored.body, replayed: true };
 }
 
 export function sendOutcome(reply: FastifyReply, outcome: Outcome): FastifyReply {

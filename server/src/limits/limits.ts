@@ -1,4 +1,4 @@
-import { BatonError, effectiveLimits, plantedBugs, nextMinuteMs, nextMonthMs, spaceLimits, type Org, type Space } from '@baton/core';
+import { BatonError, effectiveLimits, nextMinuteMs, nextMonthMs, spaceLimits, type Org, type Space } from '@baton/core';
 import { LeaseHold } from './lease-hold';
 import { RequestRate, type RateTicket } from './request-rate';
 import type { RoutePolicy } from './route-policy';
@@ -20,10 +20,15 @@ export interface CallResult {
  * servers did, from LimitsSync, at most one sync interval old; nothing here touches the store.
  * Agents at once is counted lease by lease: a claim try holds what it may hand out (holdLeases)
  * until what it did hand out is recorded.
+ *
+ * A server takes its Limits from its dependencies (BatonOptions.limits), so a test can put a
+ * subclass with a known bug in their place (sim/src/bugs/limits.ts) and show its checker
+ * catches it; the protected members are what such a subclass needs.
  */
 export class Limits {
-  readonly rate = new RequestRate();
   readonly ledger = new UsageLedger();
+
+  constructor(readonly rate = new RequestRate()) {}
 
   /**
    * Admits a call before it runs, or throws the 429 that refuses it. Refusals that come after the
@@ -61,8 +66,7 @@ export class Limits {
     const cap = effectiveLimits(org).agentsAtOnce;
     if (cap === null) return new LeaseHold(wanted, () => Number.POSITIVE_INFINITY, () => undefined);
     const left = () => this.leasesLeft(org.id, cap);
-    // The planted bug: a batch held as one lease, as if its check were a single call's (docs/design/0015-batches.md says item by item).
-    const deliveries = plantedBugs.has('batch-claims-past-agents-at-once') ? (left() >= 1 ? wanted : 0) : Math.min(wanted, left());
+    const deliveries = Math.min(wanted, left());
     if (deliveries < 1) throw this.concurrencyLimited(org);
     this.ledger.holdLeases(org.id, deliveries);
     return new LeaseHold(deliveries, left, (leases) => this.ledger.holdLeases(org.id, leases));
@@ -74,7 +78,7 @@ export class Limits {
     return new BatonError('CONCURRENCY_LIMITED', `the organization holds ${held} leases at once, its plan's limit is ${effectiveLimits(org).agentsAtOnce}; retry when some finish`, undefined, loadRetryMs);
   }
 
-  private leasesLeft(orgId: string, agentsAtOnce: number): number {
+  protected leasesLeft(orgId: string, agentsAtOnce: number): number {
     return Math.max(0, agentsAtOnce - this.ledger.loadOf(orgId).liveLeases - this.ledger.heldLeasesOf(orgId));
   }
 
@@ -107,9 +111,9 @@ export class Limits {
     this.rate.giveBack(ticket, ticket.units);
   }
 
-  private checkOperations(org: Org, perMonth: number | null, nowMs: number): void {
+  protected checkOperations(org: Org, perMonth: number | null, nowMs: number): void {
     // Paid plans are counted, never stopped (docs/api.md "Limits").
-    if (org.plan !== 'FREE' || perMonth === null || plantedBugs.has('operations-stop-ignored')) return;
+    if (org.plan !== 'FREE' || perMonth === null) return;
     const used = this.ledger.operationsOf(org.id, nowMs);
     if (used < perMonth) return;
     throw new BatonError('OPERATIONS_EXHAUSTED', `the Free plan's ${perMonth} operations this month are used (${used}); work already running can finish`, undefined, nextMonthMs(nowMs) - nowMs);

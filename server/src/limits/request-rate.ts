@@ -1,4 +1,4 @@
-import { assert, minuteOf, plantedBugs } from '@baton/core';
+import { assert, minuteOf } from '@baton/core';
 
 /** docs/design/0016-limits-and-retry-after.md: ordinary calls are refused once 80 % of a minute's limit is used; the rest is kept for recovery calls. */
 export const ordinaryShare = 0.8;
@@ -41,7 +41,7 @@ export interface RateTicket {
  * refused every ordinary call forever, including the PUT /limits that would raise the limit.
  */
 export function allowedOf(limit: number, recovery: boolean): number {
-  if (recovery && !plantedBugs.has('recovery-reserve-ignored')) return limit;
+  if (recovery) return limit;
   return limit > 0 ? Math.max(1, Math.floor(limit * ordinaryShare)) : 0;
 }
 

@@ -1,4 +1,4 @@
-import { assert, eventTypeSet, StoreUnavailable, spaceTopic, SystemClock, type Notifier, eventView, plantedBugs, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
+import { assert, eventTypeSet, StoreUnavailable, spaceTopic, SystemClock, type Notifier, eventView, typeMatches, together, type Clock, type DeliveryAttempt, type Destination, type DispatchProgress, type JournalEvent, type Random, type Store } from '@baton/core';
 import type { Logger } from 'pino';
 import { horizonRecheckDelaysMs } from '../notify/horizon-rechecks';
 import { attemptDelivery, type AttemptOptions, type AttemptResult } from './http-attempt';
@@ -83,8 +83,6 @@ export class WebhookDispatcher {
   private eventsRead = 0;
   /** Spaces this server dispatched for lately: their commits wake the loop. */
   private readonly followed = new Map<string, { unsubscribe: () => void; claimedAtMs: number }>();
-  /** Events read, for the planted bug `webhook-skips-event` (it passes over every fourth; sim/src/simulation.test.ts). */
-  private plantedSkips = 0;
 
   constructor(
     private readonly store: Store,
@@ -199,8 +197,7 @@ export class WebhookDispatcher {
       read += events.length;
       this.eventsRead += events.length;
       for (const event of events) {
-        const skipped = plantedBugs.has('webhook-skips-event') && ++this.plantedSkips % 4 === 0;
-        if (skipped || event.occurredAt < d.createdAt || !typeMatches(types, event.type)) {
+        if (event.occurredAt < d.createdAt || !typeMatches(types, event.type)) {
           progress = { ...progress, cursor: event.eventId };
           continue;
         }

@@ -3,7 +3,6 @@ import type { Claim, ClaimFilter, ClaimKeyRow, ClaimListPosition } from '../../c
 import type { ClaimRepository } from '../../claims/repository';
 import { assertClaim, assertClaimKeyRow } from '../../claims/rules';
 import type { LockOptions } from '../lock-options';
-import { plantedBugs } from '../../planted-bugs';
 import { MemoryTable } from './table';
 
 const key = (...parts: string[]): string => parts.join('\u0000');
@@ -27,7 +26,7 @@ export function memoryClaims(undoLog: () => (() => void)[] | undefined): ClaimRe
   };
   const assertOneHeld = (c: Claim): void => {
     const held = heldOf(c.spaceId, c.claimKey);
-    assert(c.state !== 'HELD' || plantedBugs.has('claim-ignores-held') || held === undefined || held.id === c.id, `claim ${c.id}: claimKey ${c.claimKey} is already HELD by claim ${held?.id}`);
+    assert(c.state !== 'HELD' || held === undefined || held.id === c.id, `claim ${c.id}: claimKey ${c.claimKey} is already HELD by claim ${held?.id}`);
   };
   return {
     lockKey: async (spaceId, claimKey, nowMs) => {
@@ -50,7 +49,6 @@ export function memoryClaims(undoLog: () => (() => void)[] | undefined): ClaimRe
       assert(!claims.has(key(c.spaceId, c.id)), `duplicate claim ${c.id}`);
       assertOneHeld(c);
       for (const other of claims.scan()) {
-        if (plantedBugs.has('claim-fencing-reused')) break; // the planted bug must reach the checkers, not this guard
         assert(other.spaceId !== c.spaceId || other.claimKey !== c.claimKey || other.fencingToken !== c.fencingToken, `claim ${c.id}: fencing token ${c.fencingToken} of ${c.claimKey} is claim ${other.id}'s`);
       }
       claims.set(key(c.spaceId, c.id), c);

@@ -2,7 +2,6 @@ import { assert } from '../../assert';
 import { finishedMessageStates, type Candidate, type ClaimRequest, type LiveCounts, type Mailbox, type MailboxCensus, type Message } from '../../messages/model';
 import { assertMessage, claim } from '../../messages/rules';
 import type { MailboxRepository, MessageRepository } from '../../messages/repository';
-import { plantedBugs } from '../../planted-bugs';
 import type { TaskRepository } from '../../tasks/repository';
 import type { LockOptions } from '../repositories';
 import { MemoryTable } from './table';
@@ -137,8 +136,8 @@ export function memoryMessages(
       countLive: async (spaceId, mailboxId, caps) => countLive(spaceId, mailboxId, caps),
       claimNext: async (c) => {
         if (gated(c)) return undefined;
-        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && (m.state === 'READY' || (m.state === 'CLAIMED' && plantedBugs.has('message-claims-leased'))));
-        return oldest && write(claim(oldest.state === 'CLAIMED' ? { ...oldest, state: 'READY' } : oldest, c));
+        const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && m.state === 'READY');
+        return oldest && write(claim(oldest, c));
       },
       claimCandidate: async (c) => {
         if (gated(c)) return undefined;

@@ -1,4 +1,4 @@
-import { InvariantViolation, maxGateLevels, plantedBugs, type Run, type RunRepository, type RunState } from '@baton/core';
+import { InvariantViolation, maxGateLevels, type Run, type RunRepository, type RunState } from '@baton/core';
 import { timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlQueryable } from '../driver';
 import { lockClause } from './lock-clause';
@@ -54,7 +54,6 @@ export function sqlRuns(q: SqlQueryable): RunRepository {
     },
     async governing(spaceId, scopeId) {
       // Up through gate scopes (migration 027's index), nearest first; only the run found is locked.
-      // Planted (test-only): the lock is left out, and a run's cancel no longer waits for work being created under it.
       const [row] = await q.query<RunRow>(
         `WITH RECURSIVE up(scope_id, level) AS (
            SELECT $2::text COLLATE "C", 0
@@ -63,7 +62,7 @@ export function sqlRuns(q: SqlQueryable): RunRepository {
             WHERE g.parent_scope_id IS NOT NULL AND up.level < $3
          )
          SELECT ${prefixed('r')} FROM runs r JOIN up ON r.space_id = $1 AND r.scope_id = up.scope_id
-         ORDER BY up.level LIMIT 1${plantedBugs.has('run-guard-skips-lock') ? '' : ' FOR SHARE OF r'}`,
+         ORDER BY up.level LIMIT 1 FOR SHARE OF r`,
         [spaceId, scopeId, maxGateLevels],
       );
       return row && toRun(row);
