@@ -1,5 +1,5 @@
 import type { Message, Store, Tx } from '@baton/core';
-import { PlantedStore } from '../sim/src/bugs/planted-store';
+import { PlantedStore, withOverrides } from '../sim/src/bugs/planted-store';
 
 /**
  * Bugs of the real stack that the torture run plants in its server processes, each at the store
@@ -9,7 +9,7 @@ import { PlantedStore } from '../sim/src/bugs/planted-store';
 export const processBugs = [
   /** complete, nack and renew see every CLAIMED lease as live: a worker whose lease ran out still completes until the sweep takes the delivery back. */
   'lease-expiry-ignored',
-  /** every transaction answers before it commits (which then waits 300 ms): a server killed in between loses what it acknowledged. */
+  /** an operation's reply goes out before its transaction commits (which then waits 300 ms): a server killed in between loses what it acknowledged. */
   'ack-before-commit',
 ] as const;
 export type ProcessBug = (typeof processBugs)[number];
@@ -41,7 +41,10 @@ const leaseNeverEnds = (tx: Tx) => ({
   },
 });
 
-/** Each transaction's result goes back to its caller, so the reply leaves, and the commit waits 300 ms. */
+/**
+ * An operation's transaction (the one that stores its reply under its Idempotency-Key) hands its
+ * result back before it commits, so the reply leaves, and the commit waits 300 ms.
+ */
 class AnswersBeforeCommit implements Store {
   constructor(private readonly inner: Store) {}
 
@@ -53,12 +56,15 @@ class AnswersBeforeCommit implements Store {
     return new Promise<T>((resolve, reject) => {
       this.inner
         .transaction(async (tx) => {
-          const result = await work(tx);
+          let operation = false;
+          const put: Tx['idempotency']['put'] = (record) => ((operation = true), tx.idempotency.put(record));
+          const result = await work(withOverrides(tx, { idempotency: { put } }));
+          if (!operation) return result;
           resolve(result);
           await new Promise((wait) => setTimeout(wait, 300));
           return result;
         })
-        .catch(reject);
+        .then(resolve, reject);
     });
   }
 

@@ -268,6 +268,11 @@ const bugs = {
               firedLast = due;
               return [...due, ...again];
             },
+            // The second firing finds its timer FIRED, a write the store's guard refuses: it writes nothing.
+            update: async (timer) => {
+              const stored = await tx.timers.get(timer.spaceId, timer.id);
+              if (stored?.state !== 'FIRED') await tx.timers.update(timer);
+            },
           },
         }),
       };

@@ -20,11 +20,11 @@ export class PlantedStore implements Store {
   }
 
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.inner.transaction((tx) => work(this.planted(tx)));
+    return this.inner.transaction((tx) => work(withOverrides(tx, this.overrides(tx))));
   }
 
   read<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.inner.read((tx) => work(this.planted(tx)));
+    return this.inner.read((tx) => work(withOverrides(tx, this.overrides(tx))));
   }
 
   maintain(): Promise<void> {
@@ -34,22 +34,23 @@ export class PlantedStore implements Store {
   close(): Promise<void> {
     return this.inner.close();
   }
+}
 
-  private planted(tx: Tx): Tx {
-    const overrides = this.overrides(tx) as Record<string, Record<string, unknown> | undefined>;
-    return new Proxy(tx, {
-      get(target, name) {
-        const repository: unknown = Reflect.get(target, name);
-        const replaced = typeof name === 'string' ? overrides[name] : undefined;
-        if (!replaced || typeof repository !== 'object' || repository === null) return repository;
-        return new Proxy(repository, {
-          get(inner, method) {
-            if (typeof method === 'string' && method in replaced) return replaced[method];
-            const value: unknown = Reflect.get(inner, method);
-            return typeof value === 'function' ? value.bind(inner) : value;
-          },
-        });
-      },
-    });
-  }
+/** `tx` with the methods `overrides` names replaced; everything else is the real repositories'. */
+export function withOverrides(tx: Tx, overrides: RepositoryOverrides): Tx {
+  const replacements = overrides as Record<string, Record<string, unknown> | undefined>;
+  return new Proxy(tx, {
+    get(target, name) {
+      const repository: unknown = Reflect.get(target, name);
+      const replaced = typeof name === 'string' ? replacements[name] : undefined;
+      if (!replaced || typeof repository !== 'object' || repository === null) return repository;
+      return new Proxy(repository, {
+        get(inner, method) {
+          if (typeof method === 'string' && method in replaced) return replaced[method];
+          const value: unknown = Reflect.get(inner, method);
+          return typeof value === 'function' ? value.bind(inner) : value;
+        },
+      });
+    },
+  });
 }
