@@ -47,3 +47,31 @@ describe('the claims checker', () => {
     expect(heard).toEqual([expect.stringMatching(/release of claim a sent at 5000, at or after the lease it knew ran out \(5000\), answered 200/)]);
   });
 });
+
+/**
+ * The claims bugs of sim/src/bugs/catalogue.ts cannot get past the memory store's guards (one
+ * HELD claim per key, a fencing token never granted twice), so in a run the guard is what stops
+ * them. What they would leave in the journal, were a store to let them through, is a sound
+ * history mutated as each bug mutates it; the checker must name it.
+ */
+describe('the claims checker on a sound history with a claims bug written into it', () => {
+  const sound = (mutated: { cAtMs?: number; cFencing?: number; bExpires?: boolean } = {}): JournalEvent[] => [
+    acquired('a', 0, 1),
+    event('claim.released', 'a', 4_000, { fencingToken: 1 }),
+    acquired('b', 6_000, 2),
+    ...(mutated.bExpires === false ? [] : [event('claim.expired', 'b', 12_000, { fencingToken: 2, leaseExpiresAt: iso(11_000), replacedBy: 'c' })]),
+    acquired('c', mutated.cAtMs ?? 12_000, mutated.cFencing ?? 3),
+  ];
+
+  it('passes the history as it is', () => {
+    expect(checkClaimsJournal(sound(), undefined)).toEqual([]);
+  });
+
+  it('names claim-fencing-reused: the next grant of a key carries the last one\'s fencing token', () => {
+    expect(checkClaimsJournal(sound({ cFencing: 2 }), undefined)).toEqual([expect.stringMatching(/claim c of k has fencing token 2, not above the previous claim b's 2/)]);
+  });
+
+  it('names claim-ignores-held: a key taken while its holder\'s lease is live', () => {
+    expect(checkClaimsJournal(sound({ cAtMs: 8_000, bExpires: false }), undefined)).toContainEqual(expect.stringMatching(/claim c of k acquired at 8000 while claim b .* had not ended/));
+  });
+});
