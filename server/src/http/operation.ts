@@ -38,8 +38,7 @@ export interface Outcome extends OperationResult {
  * this is the one place that knows an operation really ran (not a replay).
  */
 export async function runOperation(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, keyRule: KeyRule, operation: Operation): Promise<FastifyReply> {
-  const outcome = await attemptOperation(deps, request, keyRule, operation);
-  return reply.sent ? reply : sendOutcome(reply, outcome);
+  return sendOutcome(reply, await attemptOperation(deps, request, keyRule, operation));
 }
 
 /**
