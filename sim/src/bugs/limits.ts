@@ -6,7 +6,7 @@ import { LeaseHold, Limits, RequestRate, type RateLimits, type RateRefusal, type
  * place of its own (BatonOptions.limits, the seam a server takes its limits from).
  */
 
-/** A claim batch checked as one lease: it gets all it asks for while one lease is left (decisions §8 says item by item). */
+/** A claim batch checked as one lease: it gets all it asks for while one lease is left (docs/design/0015-batches.md says item by item). */
 export class BatchAsOneLease extends Limits {
   override holdLeases(org: Org, wanted: number): LeaseHold {
     const cap = effectiveLimits(org).agentsAtOnce;
