@@ -181,12 +181,18 @@ function workLimitSlotClaimed(c: Claim, need: { id: string; name: string }, limi
 }
 
 /**
- * Returns what the claim of `delivery` (as it was while CLAIMED) holds: pool units and the
- * work-limit slot always; budget reservations still ACTIVE are voided when `voidReservations`
- * (a nack, an expiry, a cancel), left for the worker to settle otherwise (a complete). Quota
- * units stay spent. The caller holds the delivery's row lock and appends the events.
+ * What becomes of a claim's budget reservations still ACTIVE when its resources are released:
+ * a complete leaves them for the worker to settle (`left-to-settle`); a nack, an expiry or a
+ * cancel voids what remains of them (`voided`).
  */
-export async function releaseResources(ctx: OpContext, delivery: Message, voidReservations: boolean, why: string): Promise<NewEvent[]> {
+export type ReservationsOnRelease = 'left-to-settle' | 'voided';
+
+/**
+ * Returns what the claim of `delivery` (as it was while CLAIMED) holds: pool units and the
+ * work-limit slot always, its reservations as `reservations` says. Quota units stay spent. The
+ * caller holds the delivery's row lock and appends the events.
+ */
+export async function releaseResources(ctx: OpContext, delivery: Message, reservations: ReservationsOnRelease, why: string): Promise<NewEvent[]> {
   const held = delivery.claimed;
   if (held === null) return [];
   const { tx, spaceId, nowMs } = ctx;
@@ -196,7 +202,7 @@ export async function releaseResources(ctx: OpContext, delivery: Message, voidRe
     const pool = await tx.pools.release(spaceId, p.id, p.units, nowMs);
     events.push({ type: eventTypes.poolUnitsReleased, aggregateType: 'pool', aggregateId: p.id, scopeId: delivery.scopeId, data: { ...about, units: p.units, inUse: pool.inUse } });
   }
-  if (voidReservations) {
+  if (reservations === 'voided') {
     for (const b of held.budgets) {
       const voided = await voidAdmissionReservation(ctx, delivery, b.id, b.reservationId);
       if (voided) events.push(voided);

@@ -126,7 +126,7 @@ export async function complete(ctx: OpContext, messageId: string, body: Complete
   const next = acked(message, result, ctx.nowMs);
   await ctx.tx.messages.update(next);
   // Pool units and the work-limit slot go back; an admission's reservations stay for the worker to settle.
-  const released = await releaseResources(ctx, message, false, 'ACKED');
+  const released = await releaseResources(ctx, message, 'left-to-settle', 'ACKED');
   const taskEvents = await withMemberEnd(ctx, await tasks.onAcked(ctx, next, result?.payload, task));
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
     ...released,
@@ -201,7 +201,7 @@ async function failAttempt(
   const orphaned = failed.state === 'READY' && message.taskId !== null && taskMove.moved === undefined;
   const next = orphaned ? cancelled(failed, ctx.nowMs) : failed;
   await ctx.tx.messages.update(next);
-  const events = [...(await releaseResources(ctx, message, true, releaseReason)), causeEvent(next.state)];
+  const events = [...(await releaseResources(ctx, message, 'voided', releaseReason)), causeEvent(next.state)];
   if (next.state === 'DEAD') events.push(deadEvent(next, deadReason));
   if (orphaned) events.push(messageEvent(next, eventTypes.messageCancelled, { taskId: next.taskId, reason: 'TASK_ENDED' }));
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [...events, ...taskEvents]);

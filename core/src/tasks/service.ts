@@ -229,7 +229,7 @@ export async function cancelLocked(ctx: OpContext, task: Task, message: Message 
   if (message && (message.state === 'READY' || message.state === 'CLAIMED')) {
     await ctx.tx.messages.update(cancelled(message, ctx.nowMs));
     // Cleanup: a claimed delivery's pool units and slot go back and its reservations are voided.
-    events.push(...(await releaseResources(ctx, message, true, 'TASK_CANCELLED')));
+    events.push(...(await releaseResources(ctx, message, 'voided', 'TASK_CANCELLED')));
     events.push({ type: eventTypes.messageCancelled, aggregateType: 'mailbox', aggregateId: message.mailboxId, scopeId: message.scopeId, data: { messageId: message.id, attempt: message.attempt, taskId: task.id } });
   }
   return { next, events };
