@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -17,10 +17,13 @@ import { summarize, type Outcome, type Trial } from './summary';
 const usage = `usage: npm run sim:mutants -- [options]
   --report F       Stryker's JSON report (default reports/mutation/rules.json)
   --out F          trials kept between runs (default reports/sim-mutants.json)
-  --status S       only mutants the tests gave this status (default Killed: each is a real change of behaviour; all: every one)
+  --status S       only mutants the tests gave one of these comma-separated statuses (default Killed: each
+                   is a real change of behaviour; NoCoverage adds those no test reaches; all: every one)
+  --without LIST   leave out these comma-separated mutators (e.g. StringLiteral: no checker reads a message)
   --files LIST     only files whose path contains one of these comma-separated words
   --sample N       at most N mutants per file, spread evenly over it
   --seeds N        seeds per mutant (default 20), --agents A agents (default 20)
+  --jobs J         trials side by side, each in a sandbox of its own (default 1)
   --minutes M      start no new trial after M minutes (default: no limit)`;
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '../../..');
@@ -28,15 +31,17 @@ const root = resolve(dirname(new URL(import.meta.url).pathname), '../../..');
 interface Kept {
   seeds: number;
   agents: number;
+  /** The unmutated sources' trial, for the packages' trees it ran on (git tree hashes). */
+  baseline?: { trees: string; ms: number };
   trials: Record<string, Trial>;
 }
 
-function main(argv: string[]): number {
+async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      report: { type: 'string' }, out: { type: 'string' }, status: { type: 'string' }, files: { type: 'string' },
-      sample: { type: 'string' }, seeds: { type: 'string' }, agents: { type: 'string' }, minutes: { type: 'string' }, help: { type: 'boolean' },
+      report: { type: 'string' }, out: { type: 'string' }, status: { type: 'string' }, files: { type: 'string' }, without: { type: 'string' },
+      sample: { type: 'string' }, jobs: { type: 'string' }, seeds: { type: 'string' }, agents: { type: 'string' }, minutes: { type: 'string' }, help: { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -54,7 +59,9 @@ function main(argv: string[]): number {
   }
   let mutants = mutantsOf(JSON.parse(readFileSync(reportPath, 'utf8')) as MutationReport);
   const status = values.status ?? 'Killed';
-  if (status !== 'all') mutants = mutants.filter((m) => m.testStatus === status);
+  if (status !== 'all') mutants = mutants.filter((m) => status.split(',').includes(m.testStatus));
+  const without = values.without?.split(',') ?? [];
+  mutants = mutants.filter((m) => !without.includes(m.mutator));
   const words = values.files?.split(',');
   if (words) mutants = mutants.filter((m) => words.some((w) => m.file.includes(w)));
   if (values.sample !== undefined) mutants = spreadSample(mutants, Number(values.sample));
@@ -67,45 +74,48 @@ function main(argv: string[]): number {
     writeFileSync(outPath, `${JSON.stringify(kept, null, 1)}\n`);
   };
 
-  const sandbox = Sandbox.build(root, join(root, '.stryker-tmp', 'sim-sandbox'));
+  const jobs = Math.max(1, Number(values.jobs ?? 1));
+  const sandboxes = Array.from({ length: jobs }, (_, i) => Sandbox.build(root, join(root, '.tmp', `sim-mutants-sandbox-${i}`)));
   const tsx = createRequire(join(root, 'package.json')).resolve('tsx/cli');
-  const run = (timeoutMs: number): { outcome: Outcome; detail: string; ms: number } => {
-    const started = Date.now();
-    const child = spawnSync(process.execPath, [tsx, '--conditions=@baton/source', 'sim/src/mutants/probe.ts', '--seeds', String(seeds), '--agents', String(agents)], { cwd: sandbox.dir, encoding: 'utf8', timeout: timeoutMs });
-    const ms = Date.now() - started;
-    const detail = (child.stdout ?? '').trim().split('\n').pop() ?? '';
-    if (child.error || child.signal) return { outcome: 'timeout', detail: `no verdict within ${timeoutMs} ms`, ms };
-    if (child.status === 0) return { outcome: 'survived', detail, ms };
-    if (child.status === 1) return { outcome: 'killed', detail, ms };
-    return { outcome: 'crashed', detail: detail || (child.stderr ?? '').trim().split('\n')[0] || `exit ${child.status}`, ms };
-  };
+  const probeArgs = [tsx, '--conditions=@baton/source', 'sim/src/mutants/probe.ts', '--seeds', String(seeds), '--agents', String(agents)];
 
   // The unmutated sources must pass every seed, or every "kill" would be the simulator's own failure.
-  process.stdout.write(`sim:mutants: ${mutants.length} mutant(s), ${seeds} seeds and ${agents} agents each; first the unmutated sources\n`);
-  const baseline = run(30 * 60_000);
-  if (baseline.outcome !== 'survived') {
-    process.stderr.write(`sim:mutants: the unmutated sources fail: ${baseline.detail}\n`);
-    return 1;
-  }
-  const timeoutMs = 3 * baseline.ms + 30_000;
-  process.stdout.write(`sim:mutants: unmutated: ${baseline.ms} ms; a trial longer than ${timeoutMs} ms counts as a timeout\n`);
-
-  for (const [i, mutant] of mutants.entries()) {
-    if (kept.trials[mutant.key]) continue;
-    if (Date.now() > deadline) {
-      process.stdout.write('sim:mutants: out of time; run again to go on\n');
-      break;
+  process.stdout.write(`sim:mutants: ${mutants.length} mutant(s), ${seeds} seeds and ${agents} agents each, ${jobs} at a time; first the unmutated sources\n`);
+  const trees = execFileSync('git', ['rev-parse', 'HEAD:core', 'HEAD:server', 'HEAD:runtime', 'HEAD:sim'], { cwd: root, encoding: 'utf8' }).trim().replace(/\n/g, ' ');
+  if (kept.baseline?.trees !== trees) {
+    const baseline = await trial(sandboxes[0]!.dir, probeArgs, 60 * 60_000);
+    if (baseline.outcome !== 'survived') {
+      process.stderr.write(`sim:mutants: the unmutated sources fail: ${baseline.detail}\n`);
+      return 1;
     }
-    const restore = sandbox.plant(mutant.file, planted(sandbox.source(mutant.file), mutant));
-    try {
-      const trial = run(timeoutMs);
-      kept.trials[mutant.key] = { ...identify(mutant), ...trial };
-      process.stdout.write(`[${i + 1}/${mutants.length}] ${trial.outcome.padEnd(8)} ${mutant.file}:${mutant.line} ${mutant.mutator} ${oneLine(mutant.original)} -> ${oneLine(mutant.replacement)}  ${trial.detail.slice(0, 160)}\n`);
-    } finally {
-      restore();
-    }
+    kept.baseline = { trees, ms: baseline.ms };
     save();
   }
+  const baseline = kept.baseline;
+  const timeoutMs = 3 * baseline.ms + 60_000;
+  process.stdout.write(`sim:mutants: unmutated: ${baseline.ms} ms; a trial longer than ${timeoutMs} ms counts as a timeout\n`);
+
+  const waiting = mutants.filter((m) => !kept.trials[m.key]);
+  let done = mutants.length - waiting.length;
+  const worker = async (sandbox: Sandbox): Promise<void> => {
+    for (let mutant = waiting.shift(); mutant; mutant = waiting.shift()) {
+      if (Date.now() > deadline) {
+        waiting.length = 0;
+        process.stdout.write('sim:mutants: out of time; run again to go on\n');
+        return;
+      }
+      const restore = sandbox.plant(mutant.file, planted(sandbox.source(mutant.file), mutant));
+      try {
+        const result = await trial(sandbox.dir, probeArgs, timeoutMs);
+        kept.trials[mutant.key] = { ...identify(mutant), ...result };
+        process.stdout.write(`[${++done}/${mutants.length}] ${result.outcome.padEnd(8)} ${mutant.file}:${mutant.line} ${mutant.mutator} ${oneLine(mutant.original)} -> ${oneLine(mutant.replacement)}  ${result.detail.slice(0, 160)}\n`);
+      } finally {
+        restore();
+      }
+      save();
+    }
+  };
+  await Promise.all(sandboxes.map(worker));
   save();
   const chosen = new Set(mutants.map((m) => m.key));
   process.stdout.write(summarize(Object.values(kept.trials).filter((t) => chosen.has(t.key))));
@@ -118,4 +128,29 @@ function identify(m: Mutant): Omit<Trial, 'outcome' | 'detail' | 'ms'> {
 
 const oneLine = (text: string): string => text.replace(/\s+/g, ' ').slice(0, 60);
 
-process.exit(main(process.argv.slice(2)));
+/** Runs the probe in `dir`; its verdict is the line it ends with (killed by seed..., survived..., crashed...). */
+function trial(dir: string, args: string[], timeoutMs: number): Promise<{ outcome: Outcome; detail: string; ms: number }> {
+  const started = Date.now();
+  return new Promise((done) => {
+    const child = spawn(process.execPath, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4_000); });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const ms = Date.now() - started;
+      const verdict = stdout.split('\n').filter((line) => /^(killed by seed|survived|crashed)/.test(line)).pop() ?? '';
+      if (signal) done({ outcome: 'timeout', detail: `no verdict within ${timeoutMs} ms`, ms });
+      else if (code === 0) done({ outcome: 'survived', detail: verdict, ms });
+      else if (code === 1) done({ outcome: 'killed', detail: verdict, ms });
+      else done({ outcome: 'crashed', detail: verdict || stderr.trim().split('\n').pop() || `exit ${code}`, ms });
+    });
+  });
+}
+
+main(process.argv.slice(2)).then((code) => process.exit(code), (error: unknown) => {
+  process.stderr.write(`sim:mutants: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
