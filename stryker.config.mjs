@@ -5,39 +5,42 @@
 //
 // `npm run mutate` runs the whole set (the nightly); `npm run mutate:rules` the rules files
 // against core's own tests only (fast enough for .ci/run). Both are incremental: results for
-// code and tests that did not change are taken from the committed reports/stryker-incremental.json.
+// code and tests that did not change are taken from the committed reports/stryker-incremental*.json.
+//
+// BATON_MUTATE=rules narrows the run to the rules files; unset runs the whole set. Another name
+// keeps the reports of a measured subset apart, e.g. BATON_MUTATE=claims-service
+// BATON_MUTATE_TESTS=test/http/claims.test.ts npx stryker run --mutate core/src/claims/service.ts
 
 /** The rules: pure functions that take the decisions. */
-export const rulesFiles = ['core/src/**/rules.ts'];
+const rulesFiles = ['core/src/**/rules.ts'];
 
 /** The services and the store operations that decide (leases, lines, windows, deliveries). */
-export const serviceFiles = [
+const serviceFiles = [
   'core/src/**/service.ts',
   'core/src/admission/claims.ts',
   'core/src/deliveries/*.ts',
   'core/src/store/memory/*.ts',
 ];
 
-const only = process.env.BATON_MUTATE; // 'rules' narrows the run; unset runs the whole set
+const only = process.env.BATON_MUTATE;
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: 'vitest',
-  plugins: ['@stryker-mutator/vitest-runner'],
+  plugins: ['@stryker-mutator/vitest-runner', './stryker-ignorers.mjs'],
+  ignorers: ['planted-bug-switches', 'assertion-messages'],
   vitest: {
+    // Both configs resolve the workspace packages to the sandbox's copies (see there).
     configFile: only === 'rules' ? 'vitest.stryker-core.config.ts' : 'vitest.stryker.config.ts',
     // Run only the test files that import the mutated file (vitest --related).
     related: true,
   },
   mutate: [...(only === 'rules' ? rulesFiles : [...rulesFiles, ...serviceFiles]), '!**/*.test.ts'],
-  // npm workspaces link @baton/core to ./core: a sandbox copy would still load the original
-  // sources through that link, so the mutants are planted in place (and taken out at the end).
-  inPlace: true,
   coverageAnalysis: 'perTest',
-  // A mutant of a module-level constant needs every test rerun: skipped, the rules have few.
+  // A mutant of a module-level constant needs every test rerun: skipped.
   ignoreStatic: true,
   incremental: true,
-  incrementalFile: only === 'rules' ? 'reports/stryker-incremental-rules.json' : 'reports/stryker-incremental.json',
+  incrementalFile: only ? `reports/stryker-incremental-${only}.json` : 'reports/stryker-incremental.json',
   // The machine is shared: one test runner at a time unless told otherwise (--concurrency N).
   concurrency: 1,
   timeoutMS: 10_000,
