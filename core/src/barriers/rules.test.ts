@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvariantViolation } from '../assert';
 import { plantedBugs } from '../planted-bugs';
-import type { Barrier } from './model';
+import { maxBarrierTarget, type Barrier } from './model';
 import { advanceEpoch, assertBarrier, cancelBarrier, decideArrival, newBarrier, stillWaiting } from './rules';
 
 const fresh = (target: number): Barrier => newBarrier({ id: 'b', spaceId: 's', scopeId: 'x', target }, 0);
@@ -98,5 +98,11 @@ describe('barrier rules', () => {
     } finally {
       plantedBugs.delete('barrier-counts-repeat-arrival');
     }
+  });
+
+  it('holds a barrier\'s target to 1 up to the most, a whole number', () => {
+    expect(() => assertBarrier(fresh(1))).not.toThrow();
+    expect(() => assertBarrier(fresh(maxBarrierTarget))).not.toThrow();
+    for (const target of [0, maxBarrierTarget + 1, 1.5]) expect(() => assertBarrier({ ...fresh(2), target }), String(target)).toThrow(InvariantViolation);
   });
 });
