@@ -49,5 +49,7 @@ export default {
   htmlReporter: { fileName: `reports/mutation/${only ?? 'all'}.html` },
   thresholds: { high: 90, low: 85, break: null },
   tempDirName: '.stryker-tmp',
+  // Not copied into the sandbox: the simulator's mutant sandboxes and local data.
+  ignorePatterns: ['.tmp', '.baton'],
   cleanTempDir: 'always',
 };
