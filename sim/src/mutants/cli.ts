@@ -118,12 +118,13 @@ async function main(argv: string[]): Promise<number> {
   await Promise.all(sandboxes.map(worker));
   save();
   const chosen = new Set(mutants.map((m) => m.key));
-  process.stdout.write(summarize(Object.values(kept.trials).filter((t) => chosen.has(t.key))));
+  const assertion = new Map(mutants.map((m) => [m.key, m.assertion]));
+  process.stdout.write(summarize(Object.values(kept.trials).filter((t) => chosen.has(t.key)).map((t) => ({ ...t, assertion: assertion.get(t.key) ?? false }))));
   return 0;
 }
 
 function identify(m: Mutant): Omit<Trial, 'outcome' | 'detail' | 'ms'> {
-  return { key: m.key, file: m.file, line: m.line, mutator: m.mutator, original: m.original, replacement: m.replacement, testStatus: m.testStatus };
+  return { key: m.key, file: m.file, line: m.line, mutator: m.mutator, original: m.original, replacement: m.replacement, testStatus: m.testStatus, assertion: m.assertion };
 }
 
 const oneLine = (text: string): string => text.replace(/\s+/g, ' ').slice(0, 60);

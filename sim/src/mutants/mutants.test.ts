@@ -43,4 +43,22 @@ describe('mutants from a Stryker report', () => {
     expect(spreadSample(many, 3).map((m) => m.line)).toEqual([0, 3, 6]);
     expect(spreadSample(many, 20)).toHaveLength(10);
   });
+
+  it('marks a mutant inside an assert call or an assert function as weakening an assertion', () => {
+    const checked = 'export function assertOpen(n: number): void {\n  assert(n > 0, "closed");\n}\nexport const open = (n: number): boolean => n > 0;\n';
+    const at = (line: number, column: number, end: number) => ({ start: { line, column }, end: { line, column: end } });
+    const [inAssert, inPlain] = mutantsOf({
+      files: {
+        'core/src/x/rules.ts': {
+          source: checked,
+          mutants: [
+            { id: '1', mutatorName: 'ConditionalExpression', replacement: 'true', status: 'Survived', location: at(2, 10, 15) },
+            { id: '2', mutatorName: 'EqualityOperator', replacement: 'n >= 0', status: 'Killed', location: at(4, 45, 50) },
+          ],
+        },
+      },
+    });
+    expect(inAssert).toMatchObject({ original: 'n > 0', assertion: true });
+    expect(inPlain).toMatchObject({ original: 'n > 0', assertion: false });
+  });
 });

@@ -33,6 +33,8 @@ export interface Mutant {
   replacement: string;
   /** What the tests made of it (Stryker's status: Killed, Survived, NoCoverage, Timeout...). */
   testStatus: string;
+  /** Whether the mutant only weakens an invariant check (an `assert` or an assert* function's body): it changes nothing while the code it guards is right. */
+  assertion: boolean;
   sourceHash: string;
   start: number;
   end: number;
@@ -61,10 +63,12 @@ export function mutantsOf(report: MutationReport): Mutant[] {
       if (m.replacement === undefined) continue;
       const start = offsetOf(source, m.location.start);
       const end = offsetOf(source, m.location.end);
+      const line = source.split('\n')[m.location.start.line - 1] ?? '';
       mutants.push({
         key: `${file}:${m.location.start.line}:${m.location.start.column}:${m.mutatorName}:${sourceHash(m.replacement)}`,
         file, line: m.location.start.line, mutator: m.mutatorName,
         original: source.slice(start, end), replacement: m.replacement, testStatus: m.status, sourceHash: hash, start, end,
+        assertion: /^\s*(if \(.*\) )?assert\(/.test(line) || /^export (function|const) assert\w*/.test(line),
       });
     }
   }

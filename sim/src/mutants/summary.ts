@@ -10,6 +10,8 @@ export interface Trial {
   original: string;
   replacement: string;
   testStatus: string;
+  /** Only weakens an invariant check (mutants.ts): the simulator sees it only if something else breaks too. */
+  assertion?: boolean;
   outcome: Outcome;
   /** The first violation (killed), or why there is no verdict. */
   detail: string;
@@ -32,9 +34,11 @@ export function summarize(trials: Trial[]): string {
   for (const [file, list] of [...byFile].sort(([a], [b]) => a.localeCompare(b))) {
     lines.push(`| ${file} | ${list.length} | ${list.filter(isKilled).length} | ${pct(killRate(list))} |`);
   }
-  lines.push(`| **all** | ${trials.length} | ${trials.filter(isKilled).length} | **${pct(killRate(trials))}** |`, '', 'Survivors:');
+  lines.push(`| **all** | ${trials.length} | ${trials.filter(isKilled).length} | **${pct(killRate(trials))}** |`);
+  const behaviour = trials.filter((t) => !t.assertion);
+  lines.push(`| all but weakened assertions | ${behaviour.length} | ${behaviour.filter(isKilled).length} | **${pct(killRate(behaviour))}** |`, '', 'Survivors:');
   for (const t of trials.filter((x) => !isKilled(x)).sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line)) {
-    lines.push(`- ${t.file}:${t.line} ${t.mutator}: \`${t.original.replace(/\s+/g, ' ').slice(0, 70)}\` → \`${t.replacement.replace(/\s+/g, ' ').slice(0, 70)}\``);
+    lines.push(`- ${t.file}:${t.line} ${t.mutator}${t.assertion ? ' (weakens an assertion)' : ''}: \`${t.original.replace(/\s+/g, ' ').slice(0, 70)}\` → \`${t.replacement.replace(/\s+/g, ' ').slice(0, 70)}\``);
   }
   return `${lines.join('\n')}\n`;
 }
