@@ -77,12 +77,14 @@ describe('serving the line', () => {
   it('grants from the head while units fit; the first that does not fit blocks the rest', () => {
     const pass = grantFromHead(allowance({ usedUnits: 2 }), [waiter(1, 5), waiter(2, 4), waiter(3, 1)], 2_000);
     expect(pass.granted.map((w) => w.id)).toEqual(['w1']);
+    expect(pass.granted[0]).toMatchObject({ state: 'GRANTED', grantedAt: 2_000, updatedAt: 2_000 });
     expect(pass.allowance.usedUnits).toBe(7);
   });
 
   it('expired waiters leave the line wherever they stand and stop blocking it', () => {
     const pass = grantFromHead(allowance({ usedUnits: 9 }), [waiter(1, 5, 1_500), waiter(2, 1), waiter(3, 5, 1_900)], 2_000);
     expect(pass.expired.map((w) => w.id)).toEqual(['w1', 'w3']);
+    expect(pass.expired[0]).toMatchObject({ state: 'EXPIRED', updatedAt: 2_000 });
     expect(pass.granted.map((w) => w.id)).toEqual(['w2']);
   });
 

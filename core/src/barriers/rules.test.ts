@@ -104,5 +104,7 @@ describe('barrier rules', () => {
     expect(() => assertBarrier(fresh(1))).not.toThrow();
     expect(() => assertBarrier(fresh(maxBarrierTarget))).not.toThrow();
     for (const target of [0, maxBarrierTarget + 1, 1.5]) expect(() => assertBarrier({ ...fresh(2), target }), String(target)).toThrow(InvariantViolation);
+    // Released with nobody to wait for: only the target's own bound catches it.
+    expect(() => assertBarrier({ ...fresh(2), target: 0, arrivals: 0, state: 'RELEASED', releasedAt: 1 })).toThrow(InvariantViolation);
   });
 });

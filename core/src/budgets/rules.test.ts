@@ -20,7 +20,7 @@ describe('budget rules', () => {
   });
 
   it('reserve beyond available is INSUFFICIENT_BUDGET', () => {
-    expect(() => reserveFunds(budget(100n), 101n, 1)).toThrowError(expect.objectContaining({ code: 'INSUFFICIENT_BUDGET' }));
+    expect(() => reserveFunds(budget(100n), 101n, 1)).toThrowError(expect.objectContaining({ code: 'INSUFFICIENT_BUDGET', message: 'budget llm has 100 available, 101 requested' }));
   });
 
   it('a partial settle keeps the reservation ACTIVE with the rest reserved', () => {

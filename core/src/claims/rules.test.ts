@@ -37,7 +37,7 @@ describe('claim rules', () => {
         expect.unreachable();
       } catch (error) {
         expect(error).toBeInstanceOf(BatonError);
-        expect(error).toMatchObject({ code: 'CLAIM_HELD', details: { holder: 'h', leaseExpiresAt: new Date(T0 + 30_000).toISOString() } });
+        expect(error).toMatchObject({ code: 'CLAIM_HELD', message: `claimKey k is held by h until ${new Date(T0 + 30_000).toISOString()}`, details: { holder: 'h', leaseExpiresAt: new Date(T0 + 30_000).toISOString() } });
       }
     }
   });

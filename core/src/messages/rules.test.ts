@@ -88,6 +88,7 @@ describe('message rules', () => {
     expect(cancelled(claimed, T0 + 5)).toMatchObject({ state: 'CANCELLED', tokenHash: null, leaseExpiresAt: null, updatedAt: T0 + 5 });
     expect(renewed(claimed, T0 + 90_000, T0 + 5)).toMatchObject({ state: 'CLAIMED', leaseExpiresAt: T0 + 90_000, updatedAt: T0 + 5 });
     expect(() => renewed(ready, T0 + 90_000, T0 + 5)).toThrow(InvariantViolation);
+    expect(() => failedAttempt(ready, true, T0 + 5)).toThrow(InvariantViolation);
   });
 
   it('stores a token as the hex of its SHA-256, and counts a payload in UTF-8 bytes of its JSON, absent as null', () => {

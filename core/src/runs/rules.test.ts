@@ -34,6 +34,7 @@ describe('run rules', () => {
   it('refuses the other end of an ended run as CONFLICT', () => {
     expect(conflictOf(() => endRun(ended('COMPLETED'), 'CANCELLED', 20))).toBe('CONFLICT');
     expect(conflictOf(() => endRun(ended('CANCELLED'), 'COMPLETED', 20))).toBe('CONFLICT');
+    expect(() => endRun(ended('COMPLETED'), 'CANCELLED', 20)).toThrowError('run r1 is COMPLETED');
   });
 
   it('adds children up to the childLimit exactly, stamping updatedAt', () => {
@@ -45,6 +46,8 @@ describe('run rules', () => {
   it('refuses a child under a parent that ended', () => {
     expect(conflictOf(() => addChild(ended('COMPLETED'), 9))).toBe('CONFLICT');
     expect(conflictOf(() => addChild(ended('CANCELLED'), 9))).toBe('CONFLICT');
+    expect(() => addChild(ended('CANCELLED'), 9)).toThrowError('parent run r1 is CANCELLED');
+    expect(() => addChild({ ...run, children: 3 }, 9)).toThrowError('parent run r1 has its childLimit of 3 children');
   });
 
   it('holds a stored run to its invariants and passes the runs that keep them', () => {
