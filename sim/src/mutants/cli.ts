@@ -24,7 +24,8 @@ const usage = `usage: npm run sim:mutants -- [options]
   --sample N       at most N mutants per file, spread evenly over it
   --seeds N        seeds per mutant (default 20), --agents A agents (default 20)
   --jobs J         trials side by side, each in a sandbox of its own (default 1)
-  --minutes M      start no new trial after M minutes (default: no limit)`;
+  --minutes M      start no new trial after M minutes (default: no limit)
+  --summary        only print the summary of the trials kept in --out for the chosen mutants`;
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '../../..');
 
@@ -41,7 +42,7 @@ async function main(argv: string[]): Promise<number> {
     args: argv,
     options: {
       report: { type: 'string' }, out: { type: 'string' }, status: { type: 'string' }, files: { type: 'string' }, without: { type: 'string' },
-      sample: { type: 'string' }, jobs: { type: 'string' }, seeds: { type: 'string' }, agents: { type: 'string' }, minutes: { type: 'string' }, help: { type: 'boolean' },
+      sample: { type: 'string' }, jobs: { type: 'string' }, seeds: { type: 'string' }, agents: { type: 'string' }, minutes: { type: 'string' }, summary: { type: 'boolean' }, help: { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -73,6 +74,14 @@ async function main(argv: string[]): Promise<number> {
     mkdirSync(dirname(outPath), { recursive: true });
     writeFileSync(outPath, `${JSON.stringify(kept, null, 1)}\n`);
   };
+
+  const chosen = new Set(mutants.map((m) => m.key));
+  const assertion = new Map(mutants.map((m) => [m.key, m.assertion]));
+  const summary = (): string => summarize(Object.values(kept.trials).filter((t) => chosen.has(t.key)).map((t) => ({ ...t, assertion: assertion.get(t.key) ?? false })));
+  if (values.summary) {
+    process.stdout.write(summary());
+    return 0;
+  }
 
   const jobs = Math.max(1, Number(values.jobs ?? 1));
   const sandboxes = Array.from({ length: jobs }, (_, i) => Sandbox.build(root, join(root, '.tmp', `sim-mutants-sandbox-${i}`)));
@@ -117,9 +126,7 @@ async function main(argv: string[]): Promise<number> {
   };
   await Promise.all(sandboxes.map(worker));
   save();
-  const chosen = new Set(mutants.map((m) => m.key));
-  const assertion = new Map(mutants.map((m) => [m.key, m.assertion]));
-  process.stdout.write(summarize(Object.values(kept.trials).filter((t) => chosen.has(t.key)).map((t) => ({ ...t, assertion: assertion.get(t.key) ?? false }))));
+  process.stdout.write(summary());
   return 0;
 }
 
