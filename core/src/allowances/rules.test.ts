@@ -61,6 +61,7 @@ describe('window arithmetic', () => {
 
   it('refuses a moment before the allowance existed, and a window that would move back', () => {
     expect(() => windowStartAt(allowance(), 999)).toThrowError(InvariantViolation);
+    expect(windowStartAt(allowance(), 1_000)).toBe(1_000);
     expect(() => rollWindow(allowance({ windowStartsAt: 121_000 }), 61_500)).toThrowError(InvariantViolation);
     expect(rollWindow(allowance({ usedUnits: 4 }), 61_000)).toMatchObject({ windowStartsAt: 61_000, usedUnits: 0 });
   });
