@@ -47,7 +47,8 @@ export default {
   reporters: ['clear-text', 'progress', 'json', 'html'],
   jsonReporter: { fileName: `reports/mutation/${only ?? 'all'}.json` },
   htmlReporter: { fileName: `reports/mutation/${only ?? 'all'}.html` },
-  thresholds: { high: 90, low: 85, break: null },
+  // The rules' target is 85 % killed: under it `npm run mutate:rules` (and so .ci/run) fails.
+  thresholds: { high: 90, low: 85, break: only === 'rules' ? 85 : null },
   tempDirName: '.stryker-tmp',
   // Not copied into the sandbox: the simulator's mutant sandboxes and local data.
   ignorePatterns: ['.tmp', '.baton'],
