@@ -151,6 +151,7 @@ describe.each(storeTargets())('claims over HTTP on $name', (target) => {
     expect(await because(release(got.body.id, got.body.token))).toBe(`${live}the claim is EXPIRED`);
     const missing = await server.api('POST', `/claims/00000000-0000-4000-8000-000000000000/release`, { body: { token: 'x' } });
     expect(missing.body.error).toMatchObject({ code: 'NOT_FOUND', message: 'claim not found' });
+    expect((await server.api('GET', `/claims/00000000-0000-4000-8000-000000000000`)).body.error).toMatchObject({ code: 'NOT_FOUND', message: 'claim not found' });
   });
 
   it('journals each renewal with the new lease end', async () => {
