@@ -139,6 +139,28 @@ describe.each(storeTargets())('claims over HTTP on $name', (target) => {
     expect((await server.api('POST', `/claims/00000000-0000-4000-8000-000000000000/renew`, { body: { token: 'x' } })).statusCode).toBe(404);
   });
 
+  it('says why a token is not the live claim: the claim ended, its lease ran out, or the token is another; and names a claim that does not exist', async () => {
+    const claimKey = freshKey();
+    const got = await acquire(claimKey, a, { leaseSeconds: 5 });
+    const because = async (res: Promise<{ body: any }>) => (await res).body.error.message as string;
+    const live = `this token is not the live claim ${got.body.id} of claimKey ${claimKey}: `;
+    expect(await because(renew(got.body.id, 'not-the-token'))).toBe(`${live}the token is not this claim's`);
+    server.clock.advance(5_000);
+    expect(await because(renew(got.body.id, got.body.token))).toBe(`${live}its lease ran out`);
+    await sweep(0);
+    expect(await because(release(got.body.id, got.body.token))).toBe(`${live}the claim is EXPIRED`);
+    const missing = await server.api('POST', `/claims/00000000-0000-4000-8000-000000000000/release`, { body: { token: 'x' } });
+    expect(missing.body.error).toMatchObject({ code: 'NOT_FOUND', message: 'claim not found' });
+    expect((await server.api('GET', `/claims/00000000-0000-4000-8000-000000000000`)).body.error).toMatchObject({ code: 'NOT_FOUND', message: 'claim not found' });
+  });
+
+  it('journals each renewal with the new lease end', async () => {
+    const got = await acquire(freshKey(), a);
+    await renew(got.body.id, got.body.token, 90);
+    const events = await claimEvents(got.body.id, (e) => e.some((x) => x.type === 'claim.renewed'));
+    expect(events.find((e) => e.type === 'claim.renewed').data).toMatchObject({ leaseExpiresAt: iso(server.clock.now() + 90_000) });
+  });
+
   it('expires a lease that runs out through the sweep: EXPIRED, claim.expired, the key free with the next fencing token', async () => {
     const claimKey = freshKey();
     const got = await acquire(claimKey, a, { leaseSeconds: 5 });

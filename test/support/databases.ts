@@ -48,14 +48,19 @@ export interface StoreTarget {
   open(): Promise<OpenedStore>;
 }
 
-/** memory, pglite (in memory), and postgres when a server is available: run suites on each. */
+/**
+ * memory, pglite (in memory), and postgres when a server is available: run suites on each.
+ * BATON_TEST_STORES (a comma-separated list of names) narrows them: mutation testing of core
+ * (vitest.stryker.config.ts) runs the suites on the memory store only.
+ */
 export function storeTargets(): StoreTarget[] {
   const targets: StoreTarget[] = [
     { name: 'memory', concurrentTransactions: false, open: async () => opened(new MemoryStore()) },
     { name: 'pglite', concurrentTransactions: false, open: openPglite },
   ];
   if (postgresUrl()) targets.push({ name: 'postgres', concurrentTransactions: true, open: openPostgres });
-  return targets;
+  const wanted = process.env.BATON_TEST_STORES?.split(',').map((name) => name.trim());
+  return wanted ? targets.filter((target) => wanted.includes(target.name)) : targets;
 }
 
 function opened(store: Store, after: () => Promise<void> = async () => undefined): OpenedStore {

@@ -53,18 +53,39 @@ describe('window arithmetic', () => {
     expect(() => assertAllowance(allowance({ usedUnits: 11 }))).toThrowError(InvariantViolation);
     expect(() => assertAllowance(allowance({ windowStartsAt: 1_500 }))).toThrowError(/aligned/);
   });
+
+  it('the allowance check refuses negative use, and a window one width on is still aligned', () => {
+    expect(() => assertAllowance(allowance({ usedUnits: -1 }))).toThrowError(InvariantViolation);
+    expect(() => assertAllowance(allowance({ usedUnits: 10, windowStartsAt: 61_000 }))).not.toThrow();
+  });
+
+  it('refuses a moment before the allowance existed, and a window that would move back', () => {
+    expect(() => windowStartAt(allowance(), 999)).toThrowError(InvariantViolation);
+    expect(windowStartAt(allowance(), 1_000)).toBe(1_000);
+    expect(() => rollWindow(allowance({ windowStartsAt: 121_000 }), 61_500)).toThrowError(InvariantViolation);
+    expect(rollWindow(allowance({ usedUnits: 4 }), 61_000)).toMatchObject({ windowStartsAt: 61_000, usedUnits: 0 });
+  });
+
+  it('takes only what fits and never during a cooldown', () => {
+    expect(take(allowance({ usedUnits: 4 }), 6, 2_000)).toMatchObject({ usedUnits: 10, updatedAt: 2_000 });
+    expect(() => take(allowance({ usedUnits: 4 }), 7, 2_000)).toThrowError(InvariantViolation);
+    expect(() => take(allowance({ cooldownUntil: 5_000 }), 1, 2_000)).toThrowError(InvariantViolation);
+    expect(take(allowance({ cooldownUntil: 2_000 }), 1, 2_000).usedUnits).toBe(1);
+  });
 });
 
 describe('serving the line', () => {
   it('grants from the head while units fit; the first that does not fit blocks the rest', () => {
     const pass = grantFromHead(allowance({ usedUnits: 2 }), [waiter(1, 5), waiter(2, 4), waiter(3, 1)], 2_000);
     expect(pass.granted.map((w) => w.id)).toEqual(['w1']);
+    expect(pass.granted[0]).toMatchObject({ state: 'GRANTED', grantedAt: 2_000, updatedAt: 2_000 });
     expect(pass.allowance.usedUnits).toBe(7);
   });
 
   it('expired waiters leave the line wherever they stand and stop blocking it', () => {
     const pass = grantFromHead(allowance({ usedUnits: 9 }), [waiter(1, 5, 1_500), waiter(2, 1), waiter(3, 5, 1_900)], 2_000);
     expect(pass.expired.map((w) => w.id)).toEqual(['w1', 'w3']);
+    expect(pass.expired[0]).toMatchObject({ state: 'EXPIRED', updatedAt: 2_000 });
     expect(pass.granted.map((w) => w.id)).toEqual(['w2']);
   });
 
@@ -73,6 +94,26 @@ describe('serving the line', () => {
     expect(grantFromHead(cooled, [waiter(1, 1)], 2_000).granted).toEqual([]);
     expect(withCooldown(cooled, 5, null, 2_000)).toBe(cooled);
     expect(grantFromHead(cooled, [waiter(1, 1)], 31_000).granted).toHaveLength(1);
+  });
+
+  it('a cooldown ending no later than the running one leaves it, reason and all; a later one replaces it', () => {
+    const cooled = withCooldown(allowance(), 30, 'provider', 1_000);
+    expect(cooled).toMatchObject({ cooldownUntil: 31_000, cooldownReason: 'provider', updatedAt: 1_000 });
+    expect(withCooldown(cooled, 29, 'other', 2_000)).toBe(cooled);
+    expect(withCooldown(cooled, 30, 'other', 1_000)).toBe(cooled);
+    expect(withCooldown(cooled, 31, 'other', 1_000)).toMatchObject({ cooldownUntil: 32_000, cooldownReason: 'other' });
+  });
+
+  it('a waiter whose wait ends at this very moment has expired', () => {
+    const pass = grantFromHead(allowance(), [waiter(1, 1, 2_000)], 2_000);
+    expect(pass.expired.map((w) => w.id)).toEqual(['w1']);
+    expect(pass.granted).toEqual([]);
+  });
+
+  it('refuses a line out of order or holding a waiter that no longer waits', () => {
+    expect(() => grantFromHead(allowance(), [waiter(2, 1), waiter(1, 1)], 2_000)).toThrowError(InvariantViolation);
+    expect(() => grantFromHead(allowance(), [waiter(1, 1), waiter(1, 1)], 2_000)).toThrowError(InvariantViolation);
+    expect(() => grantFromHead(allowance(), [{ ...waiter(1, 1), state: 'GRANTED' }], 2_000)).toThrowError(InvariantViolation);
   });
 
   it('over any line, grants are a prefix of the live waiters in order, within the limit', () => {
@@ -93,5 +134,8 @@ describe('serving the line', () => {
     expect(nextWakeAt(allowance(), [], 2_000)).toBeNull();
     expect(nextWakeAt(allowance(), [waiter(1, 20, 30_000)], 2_000)).toBe(30_000);
     expect(nextWakeAt(allowance(), [waiter(1, 20)], 2_000)).toBe(61_000);
+    expect(nextWakeAt(allowance({ cooldownUntil: 40_000 }), [waiter(1, 20)], 2_000)).toBe(40_000);
+    expect(nextWakeAt(allowance({ cooldownUntil: 1_500 }), [waiter(1, 20)], 2_000)).toBe(61_000);
+    expect(nextWakeAt(allowance({ cooldownUntil: 2_000 }), [waiter(1, 20)], 2_000)).toBe(61_000);
   });
 });

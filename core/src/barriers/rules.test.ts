@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvariantViolation } from '../assert';
-import type { Barrier } from './model';
+import { maxBarrierTarget, type Barrier } from './model';
 import { advanceEpoch, assertBarrier, cancelBarrier, decideArrival, newBarrier, stillWaiting } from './rules';
 
 const fresh = (target: number): Barrier => newBarrier({ id: 'b', spaceId: 's', scopeId: 'x', target }, 0);
@@ -88,5 +88,12 @@ describe('barrier rules', () => {
     ]) {
       expect(() => assertBarrier(broken)).toThrow(InvariantViolation);
     }
+  });
+  it('holds a barrier\'s target to 1 up to the most, a whole number', () => {
+    expect(() => assertBarrier(fresh(1))).not.toThrow();
+    expect(() => assertBarrier(fresh(maxBarrierTarget))).not.toThrow();
+    for (const target of [0, maxBarrierTarget + 1, 1.5]) expect(() => assertBarrier({ ...fresh(2), target }), String(target)).toThrow(InvariantViolation);
+    // Released with nobody to wait for: only the target's own bound catches it.
+    expect(() => assertBarrier({ ...fresh(2), target: 0, arrivals: 0, state: 'RELEASED', releasedAt: 1 })).toThrow(InvariantViolation);
   });
 });

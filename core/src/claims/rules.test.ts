@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { InvariantViolation } from '../assert';
 import { BatonError } from '../errors';
-import type { Claim, ClaimKeyRow } from './model';
-import { advanceFencing, claimTokenFor, decideAcquire, expiredClaim, hashClaimSecret, holdsClaim, newClaim, releasedClaim, renewedClaim } from './rules';
+import { maxClaimKeyLength, type Claim, type ClaimKeyRow } from './model';
+import { advanceFencing, assertClaim, claimTokenFor, decideAcquire, expiredClaim, hashClaimSecret, holdsClaim, newClaim, releasedClaim, renewedClaim } from './rules';
 
 const T0 = 1_700_000_000_000;
 const key: ClaimKeyRow = { spaceId: 's', claimKey: 'k', lastFencingToken: 0, createdAt: T0, updatedAt: T0 };
@@ -36,7 +37,7 @@ describe('claim rules', () => {
         expect.unreachable();
       } catch (error) {
         expect(error).toBeInstanceOf(BatonError);
-        expect(error).toMatchObject({ code: 'CLAIM_HELD', details: { holder: 'h', leaseExpiresAt: new Date(T0 + 30_000).toISOString() } });
+        expect(error).toMatchObject({ code: 'CLAIM_HELD', message: `claimKey k is held by h until ${new Date(T0 + 30_000).toISOString()}`, details: { holder: 'h', leaseExpiresAt: new Date(T0 + 30_000).toISOString() } });
       }
     }
   });
@@ -65,5 +66,47 @@ describe('claim rules', () => {
     expect(() => expiredClaim(c, T0 + 29_999)).toThrow();
     expect(() => renewedClaim(c, T0 + 90_000, T0 + 30_000)).toThrow();
     expect(() => releasedClaim(expiredClaim(c, T0 + 30_000), T0 + 30_000)).toThrow();
+  });
+
+  it('holds a stored claim to its invariants: a key of 1 to the most characters, a positive safe fencing token, endedAt exactly when not HELD, a lease ending after its creation', () => {
+    const c = held();
+    const released = releasedClaim(c, T0 + 1);
+    for (const ok of [c, released, { ...c, claimKey: 'k'.repeat(maxClaimKeyLength) }, { ...c, leaseExpiresAt: c.createdAt + 1 }]) expect(() => assertClaim(ok)).not.toThrow();
+    const broken: Claim[] = [
+      { ...c, claimKey: '' },
+      { ...c, claimKey: 'k'.repeat(maxClaimKeyLength + 1) },
+      { ...c, fencingToken: 0 },
+      { ...c, fencingToken: 1.5 },
+      { ...c, endedAt: T0 + 1 },
+      { ...released, endedAt: null },
+      { ...c, leaseExpiresAt: c.createdAt },
+    ];
+    for (const b of broken) expect(() => assertClaim(b), JSON.stringify(b)).toThrow(InvariantViolation);
+  });
+
+  it('reads only a HELD claim as the key\'s holder', () => {
+    expect(() => decideAcquire(releasedClaim(held(), T0 + 1), 'h', hashClaimSecret(session), T0 + 2)).toThrow(InvariantViolation);
+  });
+
+  it('keeps the key row\'s updatedAt when the clock reads earlier', () => {
+    expect(advanceFencing({ ...key, updatedAt: T0 + 500 }, T0).updatedAt).toBe(T0 + 500);
+    expect(advanceFencing(key, T0 + 500).updatedAt).toBe(T0 + 500);
+  });
+
+  it('fences a claim only with its own key row', () => {
+    const fields = { id: 'c9', spaceId: 's', claimKey: 'k', scopeId: 'scope', holder: 'h', holderSessionHash: 'x', tokenHash: 'y', tokenNonce: 'n' };
+    const row = advanceFencing(key, T0);
+    expect(newClaim(fields, row, T0 + 1_000, T0)).toMatchObject({ fencingToken: 1, state: 'HELD', endedAt: null, createdAt: T0 });
+    expect(() => newClaim({ ...fields, claimKey: 'other' }, row, T0 + 1_000, T0)).toThrow(InvariantViolation);
+    expect(() => newClaim({ ...fields, spaceId: 'other' }, row, T0 + 1_000, T0)).toThrow(InvariantViolation);
+  });
+
+  it('renews, releases or expires only a HELD claim, and releases none at the instant its lease ends', () => {
+    const c = held();
+    const released = releasedClaim(c, T0 + 1);
+    expect(() => renewedClaim(released, T0 + 90_000, T0 + 2)).toThrow(InvariantViolation);
+    expect(() => releasedClaim(released, T0 + 2)).toThrow(InvariantViolation);
+    expect(() => releasedClaim(c, T0 + 30_000)).toThrow(InvariantViolation);
+    expect(() => expiredClaim(released, T0 + 30_000)).toThrow(InvariantViolation);
   });
 });

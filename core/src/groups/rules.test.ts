@@ -77,6 +77,39 @@ describe('assertGroup', () => {
     expect(() => assertGroup(group({ condition: 'ALL_TERMINAL', threshold: 2 }))).toThrow(InvariantViolation);
     expect(() => assertGroup(group({ state: 'SEALED', expectedMembers: 2, memberCount: 2 }))).not.toThrow();
   });
+
+  it('passes the groups that keep every invariant', () => {
+    const decided = { state: 'DECIDED' as const, outcome: 'SUCCEEDED' as const, outcomeReason: 'THRESHOLD_MET' as const, decidedAt: T0 };
+    const ok: TaskGroup[] = [
+      group(),
+      group({ memberCount: maxGroupMembers - 1 }),
+      group({ state: 'SEALED', memberCount: maxGroupMembers }),
+      group({ ...decided, memberCount: 3 }),
+      group({ condition: 'FIRST_ACCEPTED', threshold: 1 }),
+      group({ condition: 'N_ACCEPTED', threshold: 1 }),
+      group({ condition: 'ALL_TERMINAL', threshold: null }),
+    ];
+    for (const g of ok) expect(() => assertGroup(g), JSON.stringify(g)).not.toThrow();
+  });
+
+  it('refuses each broken invariant on its own: the member count, DECIDED without its whole outcome, and each condition\'s threshold', () => {
+    const decided = { state: 'DECIDED' as const, outcome: 'SUCCEEDED' as const, outcomeReason: 'THRESHOLD_MET' as const, decidedAt: T0 };
+    const broken: TaskGroup[] = [
+      group({ memberCount: -1 }),
+      group({ memberCount: 0.5 }),
+      group({ state: 'SEALED', memberCount: maxGroupMembers + 1 }),
+      group({ state: 'SEALED', expectedMembers: 3, memberCount: 4 }),
+      group({ ...decided, outcome: null }),
+      group({ ...decided, outcomeReason: null }),
+      group({ ...decided, decidedAt: null }),
+      group({ state: 'SEALED', outcome: 'FAILED', outcomeReason: 'DEADLINE_EXCEEDED', decidedAt: T0 }),
+      group({ condition: 'FIRST_ACCEPTED', threshold: 2 }),
+      group({ condition: 'N_ACCEPTED', threshold: null }),
+      group({ condition: 'N_ACCEPTED', threshold: 0 }),
+      group({ condition: 'ALL_TERMINAL', threshold: 1 }),
+    ];
+    for (const g of broken) expect(() => assertGroup(g), JSON.stringify(g)).toThrow(InvariantViolation);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvariantViolation } from '../assert';
-import type { Pool, WorkLimit } from './model';
+import { capacityBounds, type Pool, type WorkLimit } from './model';
 import { assertPool, assertWorkLimit, claimUnits, releaseUnits } from './rules';
 
 const pool: Pool = { id: 'p1', spaceId: 's', name: 'gpu', capacity: 4, inUse: 1, createdAt: 1, updatedAt: 1 };
@@ -29,5 +29,14 @@ describe('pool rules', () => {
     expect(() => assertPool({ ...pool, capacity: 0, inUse: 0 })).toThrow(InvariantViolation);
     expect(() => assertWorkLimit(limit)).not.toThrow();
     expect(() => assertWorkLimit({ ...limit, inUse: 3 })).toThrow(/work limit w1: 3 in use exceeds its limit 2/);
+  });
+
+  it('takes the bounds themselves as whole units and limits', () => {
+    const big: Pool = { ...pool, capacity: capacityBounds.max, inUse: 0 };
+    expect(claimUnits(big, big.capacity, capacityBounds.max, 9)).toMatchObject({ inUse: capacityBounds.max });
+    expect(() => assertPool(big)).not.toThrow();
+    expect(() => assertPool({ ...pool, capacity: capacityBounds.max + 1 })).toThrow(InvariantViolation);
+    expect(() => assertPool({ ...pool, capacity: 2.5 })).toThrow(InvariantViolation);
+    expect(() => assertPool({ ...pool, inUse: 0.5 })).toThrow(InvariantViolation);
   });
 });

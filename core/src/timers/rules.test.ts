@@ -49,4 +49,41 @@ describe('timer rules', () => {
     expect(fireAtOf({ fireAtMs: T0 + maxTimerDelaySeconds * 1000 }, T0)).toBe(T0 + maxTimerDelaySeconds * 1000);
     expect(() => fireAtOf({ fireAtMs: T0 + maxTimerDelaySeconds * 1000 + 1 }, T0)).toThrow(BatonError);
   });
+
+  it('holds a stored timer to its invariants: a key of 1 to 512 characters, due no earlier than it fires, a firing only when FIRED and complete', () => {
+    const t = armed();
+    const fired = firedTimer(t, 'm1', T0 + 1_000);
+    for (const ok of [t, fired, { ...t, timerKey: 'k'.repeat(512) }, { ...t, dueAt: t.fireAt + 5 }]) expect(() => assertTimer(ok)).not.toThrow();
+    const broken: Timer[] = [
+      { ...t, timerKey: '' },
+      { ...t, timerKey: 'k'.repeat(513) },
+      { ...t, dueAt: t.fireAt - 1 },
+      { ...fired, firedMessageId: null },
+      { ...fired, firedAt: null },
+      { ...t, firedAt: T0 },
+      { ...t, state: 'CANCELLED', cancelledAt: T0, firedAt: T0 },
+      { ...t, state: 'CANCELLED' },
+    ];
+    for (const b of broken) expect(() => assertTimer(b), JSON.stringify(b)).toThrow(InvariantViolation);
+  });
+
+  it('fingerprints the payload and the asked instant, as hex', () => {
+    const base = { scopeId: 's', mailboxId: 'b' };
+    expect(timerFingerprint({ ...base, payload: { a: 1 }, delaySeconds: 5 })).toMatch(/^[0-9a-f]{64}$/);
+    expect(timerFingerprint({ ...base, payload: { a: 1 }, delaySeconds: 5 })).not.toBe(timerFingerprint({ ...base, payload: { a: 2 }, delaySeconds: 5 }));
+    expect(timerFingerprint({ ...base, payload: { a: 1 }, fireAtMs: T0 })).not.toBe(timerFingerprint({ ...base, payload: { a: 1 }, fireAtMs: T0 + 1 }));
+    expect(timerFingerprint({ ...base, payload: undefined, delaySeconds: 5 })).toBe(timerFingerprint({ ...base, payload: null, delaySeconds: 5 }));
+  });
+
+  it('takes exactly one of fireAt and delaySeconds, and names fireAt when it is too far ahead', () => {
+    expect(() => fireAtOf({ fireAtMs: T0, delaySeconds: 5 }, T0)).toThrow(InvariantViolation);
+    expect(() => fireAtOf({}, T0)).toThrow(InvariantViolation);
+    expect(() => fireAtOf({ delaySeconds: maxTimerDelaySeconds + 1 }, T0)).toThrowError(expect.objectContaining({ code: 'VALIDATION_FAILED', details: [{ path: 'fireAt', message: `must be at most ${maxTimerDelaySeconds} seconds (30 days) ahead` }] }));
+  });
+
+  it('says which timer holds the key with another body, and which message a fired timer sent', () => {
+    const t = armed();
+    expect(() => sameArm(t, 'g')).toThrowError('timerKey k is armed with another body (timer t1, ARMED)');
+    expect(() => cancelledTimer(firedTimer(t, 'm1', T0 + 1_000), T0 + 2_000)).toThrowError('timer t1 already FIRED (message m1); a fired timer cannot be cancelled');
+  });
 });

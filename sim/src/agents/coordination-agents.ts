@@ -1,3 +1,4 @@
+import { rearm } from './timer-rearm';
 import type { ClaimLedger } from '../checks/claims';
 import type { SimContext } from '../context';
 import { Agent, type Current } from './agent';
@@ -77,7 +78,10 @@ export class ClaimAgent extends Agent {
   }
 }
 
-/** Arms timers into the coordination mailbox (delaySeconds 0 to 5, or a fireAt from 1 s past to 5 s ahead) and cancels some. */
+/**
+ * Arms timers into the coordination mailbox (delaySeconds 0 to 5, or a fireAt from 1 s past to 5 s
+ * ahead), arms some timerKeys again as a new request (timer-rearm.ts) and cancels some.
+ */
 export class TimerAgent extends Agent {
   private counter = 0;
   private readonly armed: string[] = [];
@@ -100,6 +104,10 @@ export class TimerAgent extends Agent {
       if (reply.statusCode === 201 || reply.statusCode === 200) this.armed.push(reply.body.id);
       else this.sim.ledger.violation(`${this.name}: arm answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
       await this.crashPoint(current);
+      if (reply.statusCode < 300 && this.rng.chance(0.25)) {
+        const send = (again: Record<string, unknown>, key: string) => this.call(current, 'POST', '/timers', { body: again, idempotencyKey: key });
+        await rearm(send, this.rng, body, reply.body.id, `${this.sessionName}.rearm${n}`, (what) => this.sim.ledger.violation(`${this.name}: ${what}`));
+      }
       if (this.armed.length > 0 && this.rng.chance(0.35)) {
         await this.sleep(current, this.rng.int(0, 3_000));
         const id = this.rng.pick(this.armed);
