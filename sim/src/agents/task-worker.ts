@@ -1,4 +1,4 @@
-import { BatonApiError, createWorker, PermanentError, type BatchItemReply, type BatonClient, type CallOptions, type RuntimeClock, type WorkerApi, type WorkerEvent } from '@baton-coordination/runtime';
+import { BatonApiError, createWorker, PermanentError, silentLogger, type BatchItemReply, type BatonClient, type CallOptions, type RuntimeClock, type WorkerApi, type WorkerEvent } from '@baton-coordination/runtime';
 import type { ClaimedView } from '../checks/tasks';
 import type { SimContext } from '../context';
 import { requestTimeoutMs } from '../network';
@@ -134,6 +134,8 @@ export class TaskWorker extends Agent {
       clock: s.clock,
       random: simRandom(this.rng),
       onEvent: (event) => this.onEvent(s, event),
+      // The checkers read onEvent; a thousand runs' console lines would bury the failures.
+      logger: silentLogger,
       admitBackoff: { baseMs: 200, maxMs: 4_000 },
     });
     worker.start();
