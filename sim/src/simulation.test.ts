@@ -4,6 +4,14 @@ import { main, replayCommand } from './cli';
 import { shrink } from './shrink';
 import { simulate, type SimResult, type StoreKind } from './simulation';
 
+/**
+ * Bugs that only some runs reach, with the seeds it takes (the rest are caught within 10). A
+ * passed-over head needs a quota agent whose waiter at the head does not fit while a smaller one
+ * behind it does: 2 of the first 30 seeds at 6 agents since the timer agents re-arm and skew
+ * (first at seed 24). A known gap of the quota agents (docs/testing.md), kept visible here.
+ */
+const seedsToCatch: Partial<Record<string, number>> = { 'allowance-skips-blocked-head': 30 };
+
 describe('the simulator', () => {
   it('is deterministic: a seed run twice gives the same trace hash, other seeds other hashes', async () => {
     const hashes: string[] = [];
@@ -31,18 +39,19 @@ describe('the simulator', () => {
 
   it.each(plantableBugs)('catches the planted bug %s with a seed whose replay reproduces it', async (bug) => {
     let failing: SimResult | undefined;
-    for (let seed = 1; seed <= 10 && !failing; seed++) {
+    const lastSeed = seedsToCatch[bug] ?? 10;
+    for (let seed = 1; seed <= lastSeed && !failing; seed++) {
       const result = await simulate({ seed, agents: 6, steps: 1_500, store: 'memory', plant: bug });
       if (result.violations.length > 0) failing = result;
     }
-    expect(failing, `no seed in 1..10 caught ${bug}`).toBeDefined();
+    expect(failing, `no seed in 1..${lastSeed} caught ${bug}`).toBeDefined();
     const replay = await simulate(failing!.config);
     expect(replay.traceHash).toBe(failing!.traceHash);
     expect(replay.violations).toEqual(failing!.violations);
     // The printed command replays it too: exit code 1 means it failed again.
     const argv = replayCommand(failing!, bug, false).split(' ').slice(4); // after 'npm run sim --'
     expect(await quietly(() => main(argv))).toBe(1);
-  }, 60_000);
+  }, 240_000);
 
   it('catches a double delivery (message-claims-leased) with the task invariants alone, replayably', async () => {
     // No message agents: only the task workers' raw recv reaches the bug, so only the task checks can see it.

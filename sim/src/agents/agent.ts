@@ -1,6 +1,6 @@
 import { ApiClient, never, type CallOptions } from '../client';
 import type { SimContext } from '../context';
-import type { SimRandom } from '../rng';
+import { SimRandom } from '../rng';
 import type { HttpReply } from '../server-host';
 
 /** True while the session that asked is the agent's current one (it has not crashed since). */
@@ -17,11 +17,19 @@ export abstract class Agent {
   private readonly client: ApiClient;
   readonly rng: SimRandom;
 
+  /**
+   * How far this agent's clock is from the server's (the run's skewMs fault, either way), drawn
+   * from a stream of its own so that the agent's other choices stay what they were.
+   */
+  protected readonly clockSkewMs: number;
+
   constructor(
     readonly name: string,
     protected readonly sim: SimContext,
   ) {
     this.rng = sim.rng.fork(name);
+    const skewMs = sim.faults().skewMs;
+    this.clockSkewMs = skewMs === 0 ? 0 : new SimRandom(`${this.rng.seed}/clock`).int(-skewMs, skewMs);
     this.client = new ApiClient(name, sim.network, sim.scheduler, sim.auth, (reply, what) =>
       sim.ledger.violation(`${name}: ${what} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`),
     );
@@ -56,6 +64,11 @@ export abstract class Agent {
     this.session++;
     this.sim.scheduler.after(this.rng.int(100, 5_000), `${this.name} restart`, () => this.start());
     await never();
+  }
+
+  /** What the agent's own clock reads: what it puts in absolute times it sends, and judges by. */
+  protected clockNow(): number {
+    return this.sim.scheduler.now() + this.clockSkewMs;
   }
 
   protected async sleep(current: Current, ms: number): Promise<void> {

@@ -1,7 +1,11 @@
 import { rearm } from './timer-rearm';
 import type { ClaimLedger } from '../checks/claims';
 import type { SimContext } from '../context';
+import { SimRandom } from '../rng';
 import { Agent, type Current } from './agent';
+
+/** How long before the lease's end, on its own clock, a skewed claimer renews. */
+const renewMarginMs = 500;
 
 /** The coordination tenant's space (sim/src/coordination.ts): its mailbox for timers and tasks, the scope claims race under. */
 export interface CoordinationSpace {
@@ -23,6 +27,8 @@ export interface CoordinationSpace {
  */
 export class ClaimAgent extends Agent {
   private counter = 0;
+  /** Its own stream, so that skew-free runs draw exactly what they drew before. */
+  private readonly skewRng = new SimRandom(`${this.rng.seed}/skewed-renews`);
 
   constructor(
     name: string,
@@ -39,6 +45,10 @@ export class ClaimAgent extends Agent {
       await this.cycle(current);
       await this.sleep(current, this.rng.int(50, 600));
     }
+  }
+
+  private renewsByItsClock(): boolean {
+    return this.clockSkewMs !== 0 && this.skewRng.chance(0.3);
   }
 
   private async cycle(current: Current): Promise<void> {
@@ -60,7 +70,11 @@ export class ClaimAgent extends Agent {
     const leaseMs = body.leaseSeconds * 1_000;
     for (let round = 0, rounds = this.rng.int(1, 4); round < rounds; round++) {
       // Most work fits in the lease; a fifth of it sleeps past it (lease loss).
-      await this.sleep(current, this.rng.chance(0.2) ? leaseMs + this.rng.int(0, 3_000) : this.rng.int(200, leaseMs / 2));
+      const drawnMs = this.rng.chance(0.2) ? leaseMs + this.rng.int(0, 3_000) : this.rng.int(200, leaseMs / 2);
+      // With clock skew, some rounds renew when the agent's own clock says the lease is nearly
+      // out: an agent whose clock runs behind renews after the lease ended on the server, and
+      // must be told LEASE_LOST (its fencing token is then behind the next holder's).
+      await this.sleep(current, this.renewsByItsClock() ? Math.max(0, knownExpiryMs - renewMarginMs - this.clockNow()) : drawnMs);
       await this.crashPoint(current);
       if (!this.rng.chance(0.5)) continue;
       const renewedAt = this.sim.scheduler.now();
@@ -80,7 +94,8 @@ export class ClaimAgent extends Agent {
 
 /**
  * Arms timers into the coordination mailbox (delaySeconds 0 to 5, or a fireAt from 1 s past to 5 s
- * ahead), arms some timerKeys again as a new request (timer-rearm.ts) and cancels some.
+ * ahead on its own clock, which the run's skew puts off the server's by up to skewMs), arms some
+ * timerKeys again as a new request (timer-rearm.ts) and cancels some.
  */
 export class TimerAgent extends Agent {
   private counter = 0;
@@ -98,7 +113,7 @@ export class TimerAgent extends Agent {
   protected async run(current: Current): Promise<void> {
     while (this.sim.phase === 'safety' && this.counter < this.arms) {
       const n = this.counter++;
-      const when = this.rng.chance(0.6) ? { delaySeconds: this.rng.int(0, 5) } : { fireAt: new Date(this.sim.scheduler.now() + this.rng.int(-1_000, 5_000)).toISOString() };
+      const when = this.rng.chance(0.6) ? { delaySeconds: this.rng.int(0, 5) } : { fireAt: new Date(this.clockNow() + this.rng.int(-1_000, 5_000)).toISOString() };
       const body = { timerKey: `${this.sessionName}.t${n}`, scopeId: this.space.timerScopeId, mailboxId: this.space.mailboxId, payload: { n }, ...when };
       const reply = await this.call(current, 'POST', '/timers', { body, idempotencyKey: `${this.sessionName}.arm${n}` });
       if (reply.statusCode === 201 || reply.statusCode === 200) this.armed.push(reply.body.id);
