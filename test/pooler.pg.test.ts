@@ -9,6 +9,7 @@ import type { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { idem, startTestServer, type TestServer } from './support/server';
 import { PgBouncer } from '@baton-coordination/server/testing/pgbouncer';
+import { createProcessTenant, spaceCall, type ProcessTenant } from './support/process-tenant';
 import { killServerProcess, startServerProcess, stopAllServerProcesses, stopServerProcess, type ServerProcess } from './support/server-process';
 
 /**
@@ -21,9 +22,7 @@ import { killServerProcess, startServerProcess, stopAllServerProcesses, stopServ
  */
 const adminToken = 'pooler-admin';
 
-interface Tenant {
-  spaceId: string;
-  key: string;
+interface Tenant extends ProcessTenant {
   mailboxId: string;
   scopeId: string;
 }
@@ -38,25 +37,10 @@ const serverEnv = (extra: Record<string, string>): Record<string, string> => ({
   ...extra,
 });
 
-async function admin(address: string, path: string, body: unknown): Promise<any> {
-  const response = await fetch(`${address}/admin/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!response.ok) throw new Error(`admin ${path}: ${response.status} ${await response.text()}`);
-  return response.json();
-}
-
-async function api(address: string, t: Tenant, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const headers: Record<string, string> = { authorization: `Bearer ${t.key}` };
-  if (method === 'POST') Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': randomUUID() });
-  const response = await fetch(`${address}/v1/spaces/${t.spaceId}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
+const api = spaceCall;
 
 async function tenant(address: string, name: string): Promise<Tenant> {
-  const org = await admin(address, '/orgs', { name, plan: 'ENTERPRISE' });
-  const spaceId = (await admin(address, `/orgs/${org.id}/spaces`, { name: 'main' })).id as string;
-  const key = (await admin(address, `/orgs/${org.id}/keys`, { name: 'k' })).secret as string;
-  const t: Tenant = { spaceId, key, mailboxId: '', scopeId: randomUUID() };
+  const t: Tenant = { ...(await createProcessTenant(address, adminToken, name, 'ENTERPRISE')), mailboxId: '', scopeId: randomUUID() };
   const mailbox = await api(address, t, 'POST', '/mailboxes', { name: 'work', backlogLimit: 10_000 });
   expect(mailbox.status, JSON.stringify(mailbox.body)).toBe(201);
   return { ...t, mailboxId: mailbox.body.id };

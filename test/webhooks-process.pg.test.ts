@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 import { WebhookReceiver, type Receipt } from './support/webhook-receiver';
+import { createProcessTenant, spaceCall, type ProcessTenant } from './support/process-tenant';
 import { killServerProcess, startServerProcess, stopAllServerProcesses, stopServerProcess, type ServerProcess } from './support/server-process';
 
 /**
@@ -33,34 +33,9 @@ const serverEnv = (databaseUrl: string): Record<string, string> => ({
 });
 const start = (databaseUrl: string): Promise<ServerProcess> => startServerProcess(serverEnv(databaseUrl));
 
-interface Tenant {
-  spaceId: string;
-  key: string;
-}
-
-async function tenant(address: string, name: string): Promise<Tenant> {
-  const admin = async (path: string, body: unknown): Promise<any> => {
-    const response = await fetch(`${address}/admin/v1${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    if (!response.ok) throw new Error(`admin ${path}: ${response.status} ${await response.text()}`);
-    return response.json();
-  };
-  const org = await admin('/orgs', { name, plan: 'TEAM' });
-  const spaceId = (await admin(`/orgs/${org.id}/spaces`, { name: 'main' })).id as string;
-  const key = (await admin(`/orgs/${org.id}/keys`, { name: 'k' })).secret as string;
-  return { spaceId, key };
-}
-
-async function api(address: string, t: Tenant, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const headers: Record<string, string> = { authorization: `Bearer ${t.key}` };
-  if (method === 'POST') Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': randomUUID() });
-  const response = await fetch(`${address}/v1/spaces/${t.spaceId}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
+type Tenant = ProcessTenant;
+const tenant = (address: string, name: string): Promise<Tenant> => createProcessTenant(address, adminToken, name, 'TEAM');
+const api = spaceCall;
 
 async function createDestination(address: string, t: Tenant, url: string): Promise<{ id: string; secret: string }> {
   const res = await api(address, t, 'POST', '/destinations', { url, eventTypes: ['pool.*'] });

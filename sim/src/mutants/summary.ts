@@ -1,17 +1,11 @@
+import type { Mutant } from './mutants';
+
 /** What the simulator made of one planted mutant, and the tables that sum the trials up. */
 
 export type Outcome = 'killed' | 'survived' | 'timeout' | 'crashed';
 
-export interface Trial {
-  key: string;
-  file: string;
-  line: number;
-  mutator: string;
-  original: string;
-  replacement: string;
-  testStatus: string;
-  /** Only weakens an invariant check (mutants.ts): the simulator sees it only if something else breaks too. */
-  assertion?: boolean;
+/** A trial names its mutant as the report did; `assertion` is optional in trials kept before it was recorded. */
+export interface Trial extends Pick<Mutant, 'key' | 'file' | 'line' | 'mutator' | 'original' | 'replacement' | 'testStatus'>, Partial<Pick<Mutant, 'assertion'>> {
   outcome: Outcome;
   /** The first violation (killed), or why there is no verdict. */
   detail: string;
