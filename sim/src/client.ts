@@ -1,6 +1,6 @@
 import { NetworkError, type Network } from './network';
 import type { Scheduler } from './scheduler';
-import type { HttpReply } from './server-host';
+import type { HttpReply } from './http';
 
 export interface CallOptions {
   body?: unknown;

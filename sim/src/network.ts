@@ -1,7 +1,8 @@
 import type { Faults } from './faults';
 import type { SimRandom } from './rng';
 import { nothingHappened, type Scheduler } from './scheduler';
-import type { HttpReply, HttpRequest, ServerHost } from './server-host';
+import type { ServerHost } from './server-host';
+import type { HttpReply, HttpRequest } from './http';
 import type { Trace } from './trace';
 
 export class NetworkError extends Error {

@@ -3,7 +3,7 @@ import { never } from './client';
 import { requestTimeoutMs, type Network } from './network';
 import type { SimRandom } from './rng';
 import type { Scheduler } from './scheduler';
-import type { HttpReply, HttpRequest } from './server-host';
+import type { HttpReply, HttpRequest } from './http';
 
 /**
  * The seam between @baton-coordination/runtime and the simulator: a runtime `Transport` that carries each

@@ -1,23 +1,11 @@
 import type { Store } from '@baton/core';
 import { createBaton, type Baton, type BatonOptions } from '@baton-coordination/server';
 import type { Plant } from './bugs/catalogue';
+import type { HttpReply, HttpRequest } from './http';
 import type { SimRandom } from './rng';
 import type { Scheduler } from './scheduler';
 
 export const adminToken = 'sim-admin-token';
-
-export interface HttpRequest {
-  method: 'GET' | 'POST';
-  path: string;
-  headers: Record<string, string>;
-  body?: unknown;
-}
-
-export interface HttpReply {
-  statusCode: number;
-  headers: Record<string, string | string[] | number | undefined>;
-  body: any;
-}
 
 /**
  * The real server (routes, auth, validation, idempotency, core, store) on the simulated clock.

@@ -30,7 +30,8 @@ import { Ledger } from './ledger';
 import { Network } from './network';
 import { SimRandom } from './rng';
 import { Scheduler } from './scheduler';
-import { adminToken, ServerHost, type HttpReply } from './server-host';
+import { adminToken, ServerHost } from './server-host';
+import type { HttpReply } from './http';
 import { Trace } from './trace';
 import { WatchedStore } from './watched-store';
 

@@ -1,7 +1,7 @@
 import { ApiClient, never, type CallOptions } from '../client';
 import type { SimContext } from '../context';
 import { SimRandom } from '../rng';
-import type { HttpReply } from '../server-host';
+import type { HttpReply } from '../http';
 
 /** True while the session that asked is the agent's current one (it has not crashed since). */
 export type Current = () => boolean;

@@ -1,6 +1,6 @@
 import type { GroupLedger } from '../checks/groups';
 import type { SimContext } from '../context';
-import type { HttpReply } from '../server-host';
+import type { HttpReply } from '../http';
 import { Agent, type Current } from './agent';
 import type { TaskFixture } from './task-fixture';
 

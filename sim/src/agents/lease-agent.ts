@@ -1,6 +1,6 @@
 import type { SimContext } from '../context';
 import { NetworkError, type Network } from '../network';
-import type { HttpReply } from '../server-host';
+import type { HttpReply } from '../http';
 import { Agent, type Current } from './agent';
 
 export interface CrowdedTenant {

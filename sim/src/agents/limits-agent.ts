@@ -1,7 +1,7 @@
 import type { Attempt, AttemptKind } from '../checks/limits';
 import type { SimContext } from '../context';
 import { NetworkError, type Network } from '../network';
-import type { HttpReply } from '../server-host';
+import type { HttpReply } from '../http';
 import { Agent, type Current } from './agent';
 
 export interface LimitedTenant {

@@ -1,6 +1,6 @@
 import type { MessageLedger } from '../checks/messages';
 import type { SimContext } from '../context';
-import type { HttpReply } from '../server-host';
+import type { HttpReply } from '../http';
 import { Agent, type Current } from './agent';
 
 /**

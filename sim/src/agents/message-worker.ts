@@ -1,6 +1,6 @@
 import type { MessageLedger } from '../checks/messages';
 import type { SimContext } from '../context';
-import type { HttpReply } from '../server-host';
+import type { HttpReply } from '../http';
 import { Agent, type Current } from './agent';
 
 /** Long-poll waits stay under the client's 2 s timeout, so a wait that runs out is an answer, not a retry. */

@@ -1,4 +1,4 @@
-import type { HttpReply } from '../server-host';
+import type { HttpReply } from '../http';
 import { Agent, type Current } from './agent';
 
 /**

@@ -1,5 +1,5 @@
 import type { SimRandom } from '../rng';
-import type { HttpReply } from '../server-host';
+import type { HttpReply } from '../http';
 
 /**
  * Arms a timerKey again as a new request (a fresh Idempotency-Key): half the time with the same

@@ -1,6 +1,6 @@
 import { coolingDown, eventTypes, fits, maxAttempts, rollWindow, type Clock, type SpaceCutoff, type Timer, type Tx } from '@baton/core';
 import type { DispatcherOptions, Limits } from '@baton-coordination/server';
-import type { HttpReply, HttpRequest } from '../server-host';
+import type { HttpReply, HttpRequest } from '../http';
 import { BatchAsOneLease, OperationsNeverStop, recoveryReserveIgnored } from './limits';
 import type { RepositoryOverrides } from './planted-store';
 
