@@ -3,6 +3,7 @@
  * A new benchmark is one module exporting a Benchmark and one line in the registry below.
  */
 import { budgetsBenchmark } from './budgets';
+import { claimSqlBenchmark } from './claim-sql';
 import { growthBenchmark } from './growth';
 import { BenchFailure, parseOptions, stopOnInterrupt, type Benchmark } from './harness';
 import { peersBenchmark } from './peers';
@@ -10,6 +11,7 @@ import { tasksBenchmark } from './tasks';
 
 const benchmarks: Record<string, Benchmark> = {
   budgets: budgetsBenchmark,
+  'claim-sql': claimSqlBenchmark,
   growth: growthBenchmark,
   peers: peersBenchmark,
   tasks: tasksBenchmark,
