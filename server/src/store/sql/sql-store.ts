@@ -10,6 +10,12 @@ import { sqlRepositories } from './repositories/index';
  * O(rows) per request until its statistics catch up.
  */
 const queueTables = ['messages', 'tasks', 'events', 'idempotency_keys'];
+/**
+ * PGlite's VACUUM of messages comes after this many store transactions: a job takes about three
+ * (submit, admit, complete), so the claimed prefix stays under about 17,000 rows, about 140 index
+ * pages, where PostgreSQL's autovacuum keeps it (migration 031).
+ */
+const defaultVacuumEveryTransactions = 50_000;
 
 /** Tries of one transaction refused for lock conflicts before the conflict is the caller's error. */
 const maxTransactionAttempts = 30;
@@ -41,8 +47,14 @@ export class SqlStore implements Store {
   retriedTransactions = 0;
   /** Transactions run again after losing a race at a speculative write (core/src/store/raced.ts). */
   racedTransactions = 0;
+  /** Transactions begun since maintain() last vacuumed messages (PGlite only: it has no autovacuum). */
+  private transactionsSinceVacuum = 0;
 
-  constructor(readonly driver: SqlDriver) {
+  /** `vacuumEveryTransactions`: PGlite's vacuum cadence (vacuumMessagesOnPglite); tests make it short. */
+  constructor(
+    readonly driver: SqlDriver,
+    private readonly vacuumEveryTransactions = defaultVacuumEveryTransactions,
+  ) {
     this.kind = driver.kind;
   }
 
@@ -54,6 +66,7 @@ export class SqlStore implements Store {
    * growing, jittered pause keeps retries from spinning against a transaction still running.
    */
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    this.transactionsSinceVacuum += 1;
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.driver.transaction(async (q) => {
@@ -82,6 +95,16 @@ export class SqlStore implements Store {
   }
 
   /**
+   * Keeps the hot tables' plans and the head of the READY line in shape: on PostgreSQL,
+   * ANALYZE of a queue table that outgrew its statistics (analyzeOutgrown); on PGlite, which runs
+   * no autovacuum, a VACUUM of messages now and then (vacuumMessagesOnPglite).
+   */
+  async maintain(): Promise<void> {
+    if (this.kind === 'postgres') await this.analyzeOutgrown();
+    else await this.vacuumMessagesOnPglite();
+  }
+
+  /**
    * ANALYZE of each hot table (queueTables) that has more than doubled (plus 500 rows) since its last
    * statistics. Why: every statement is prepared (pg-driver.ts), and a prepared statement keeps
    * the plan it was given until the table's statistics change. Plans made while a table was
@@ -89,11 +112,9 @@ export class SqlStore implements Store {
    * table (8,000 buffers, 2.4 ms at 12,000 tasks; pg_stat_statements) until autovacuum, which
    * looks once a minute, analyzed it. A queue that only turns over (rows change state, the count
    * stays) is left alone: no plan depends on the share of READY rows (migration 012, and no index
-   * of all live rows to sort, migration 029). The check is one read of PostgreSQL's counters;
-   * PGlite keeps none (they read 0), so there it does nothing.
+   * of all live rows to sort, migration 029). The check is one read of PostgreSQL's counters.
    */
-  async maintain(): Promise<void> {
-    if (this.kind !== 'postgres') return;
+  private async analyzeOutgrown(): Promise<void> {
     const stale = await this.driver.query<{ relname: string }>(
       `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
        WHERE s.schemaname = current_schema() AND s.relname = ANY($1::text[]) AND s.n_live_tup > 500 + 2 * greatest(c.reltuples, 0)`,
@@ -103,6 +124,20 @@ export class SqlStore implements Store {
       assert(queueTables.includes(relname), `maintain: ${relname} is not a queue table`);
       await this.driver.exec(`ANALYZE ${relname}`);
     }
+  }
+
+  /**
+   * PGlite runs no autovacuum, so without this the claimed prefix of the READY indexes
+   * (migration 031) would only grow: every claim reads the index pages of every row claimed
+   * since the database was made. PGlite keeps no table counters to tell dead rows by, so the
+   * store's own transactions are the measure: a VACUUM with its index pass (INDEX_CLEANUP ON,
+   * the pass that removes the prefix) after every vacuumEveryTransactions of them. It holds PGlite's one
+   * connection while it runs, which is why it is not more often.
+   */
+  private async vacuumMessagesOnPglite(): Promise<void> {
+    if (this.transactionsSinceVacuum < this.vacuumEveryTransactions) return;
+    this.transactionsSinceVacuum = 0;
+    await this.driver.exec('VACUUM (INDEX_CLEANUP ON) messages');
   }
 
   close(): Promise<void> {
