@@ -86,6 +86,6 @@ describe('messages vacuum', () => {
       await db.drop();
     });
     const [row] = await (store as SqlStore).driver.query<{ reloptions: string[] }>(`SELECT reloptions FROM pg_class WHERE oid = 'messages'::regclass`);
-    expect(row!.reloptions).toEqual(expect.arrayContaining(['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=20000', 'vacuum_index_cleanup=on']));
+    expect(row!.reloptions).toEqual(expect.arrayContaining(['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=5000', 'vacuum_index_cleanup=on']));
   });
 });

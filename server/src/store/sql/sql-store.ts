@@ -12,10 +12,11 @@ import { sqlRepositories } from './repositories/index';
 const queueTables = ['messages', 'tasks', 'events', 'idempotency_keys'];
 /**
  * PGlite's VACUUM of messages comes after this many store transactions: a job takes about three
- * (submit, admit, complete), so the claimed prefix stays under about 17,000 rows, about 140 index
- * pages, where PostgreSQL's autovacuum keeps it (migration 031).
+ * (submit, admit, complete), so the claimed prefix stays under about 7,000 rows, about 55 index
+ * pages (PostgreSQL's autovacuum keeps it under 2,500: migration 031). Less often than there
+ * because each VACUUM holds PGlite's one connection.
  */
-const defaultVacuumEveryTransactions = 50_000;
+const defaultVacuumEveryTransactions = 20_000;
 
 /** Tries of one transaction refused for lock conflicts before the conflict is the caller's error. */
 const maxTransactionAttempts = 30;
