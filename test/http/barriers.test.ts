@@ -107,6 +107,7 @@ describe.each(storeTargets())('barriers over HTTP on $name', (target) => {
   describe('GET /barriers/{id}', () => {
     it('an unknown id is NOT_FOUND; a malformed id or waitMs is VALIDATION_FAILED', async () => {
       expectError(await server.api('GET', `/barriers/${unknownId}`), 404, 'NOT_FOUND');
+      expect((await server.api('GET', `/barriers/${unknownId}`)).body.error.message).toBe('barrier not found');
       expectError(await server.api('GET', `/barriers/${unknownId}?waitMs=1000`), 404, 'NOT_FOUND');
       expectError(await server.api('GET', '/barriers/not-a-uuid'), 400, 'VALIDATION_FAILED');
       const id = await create(2);
@@ -212,7 +213,9 @@ describe.each(storeTargets())('barriers over HTTP on $name', (target) => {
     });
 
     it('an unknown barrier is NOT_FOUND', async () => {
-      expectError(await arrive(unknownId, 'a'), 404, 'NOT_FOUND');
+      const res = await arrive(unknownId, 'a');
+      expectError(res, 404, 'NOT_FOUND');
+      expect(res.body.error.message).toBe('barrier not found');
     });
 
     it('a read-only key is FORBIDDEN with the permission named', async () => {
@@ -333,6 +336,28 @@ describe.each(storeTargets())('barriers over HTTP on $name', (target) => {
         const all = await own.api('GET', '/barriers');
         expect(all.body).toMatchObject({ nextCursor: null });
         expect(all.body.items[1]).toMatchObject({ id: ids[1], state: 'RELEASED', arrivals: 1 });
+      } finally {
+        await own.close();
+      }
+    });
+
+    it('a page holds at most limit barriers and its cursor continues after the last of them; a page that ends the list has none', async () => {
+      const own = await startTestServer(store, { seed: 8 });
+      try {
+        const ids: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          own.clock.advance(1);
+          ids.push(await create(1, own));
+        }
+        const page = async (query: string) => (await own.api('GET', `/barriers?${query}`)).body as { items: { id: string }[]; nextCursor: string | null };
+        const ofThree = await page('limit=3');
+        expect(ofThree.items.map((b) => b.id)).toEqual(ids.slice(0, 3));
+        // The cursor names the third barrier, not the second: the next page starts at the fourth.
+        expect((await page(`limit=3&cursor=${ofThree.nextCursor}`))).toEqual({ items: [expect.objectContaining({ id: ids[3] }), expect.objectContaining({ id: ids[4] })], nextCursor: null });
+        // Exactly limit barriers left: the page ends the list, so it has no cursor.
+        expect(await page('limit=5')).toMatchObject({ nextCursor: null });
+        expect((await page('limit=5')).items).toHaveLength(5);
+        expect((await page('limit=4')).nextCursor).not.toBeNull();
       } finally {
         await own.close();
       }

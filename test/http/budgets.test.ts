@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
-import { allEvents, idem, openTestServer, type TestServer } from '../support/server';
+import type { Store } from '@baton/core';
+import { allEvents, idem, openTestServer, startTestServer, type Reply, type TestServer } from '../support/server';
 
 const scopeId = '11111111-1111-4111-8111-111111111111';
 const otherId = '22222222-2222-4222-8222-222222222222';
@@ -8,11 +9,12 @@ const budgetBody = { name: 'llm-spend', currency: 'USD', scale: 2, limitMinor: '
 
 describe.each(storeTargets())('budgets over HTTP on $name', (target) => {
   let server: TestServer;
+  let store: Store;
   let close: () => Promise<void>;
   let budgetId: string;
 
   beforeAll(async () => {
-    ({ server, close } = await openTestServer(target));
+    ({ server, store, close } = await openTestServer(target));
     const created = await server.api('POST', '/budgets', { body: budgetBody, idem: idem() });
     expect(created.statusCode).toBe(201);
     budgetId = created.body.id;
@@ -298,6 +300,121 @@ describe.each(storeTargets())('budgets over HTTP on $name', (target) => {
       expect(overdue[0]).toMatchObject({ aggregate: { type: 'budget', id: budgetId }, scopeId });
       const view = await server.api('GET', `/budgets/${budgetId}`);
       expect(view.body.reservations.find((x: { id: string }) => x.id === r.id)?.state).toBe('ACTIVE');
+    });
+  });
+
+  describe('what the service decides beyond the rules', () => {
+    const post = (path: string, body: unknown) => server.api('POST', path, { body, idem: idem() });
+    const newBudget = async (name: string, limitMinor = '10000') => (await post('/budgets', { ...budgetBody, name, limitMinor })).body.id as string;
+    const reserveOn = async (budget: string, amountMinor: string, extra: Record<string, unknown> = {}) => {
+      const res = await post(`/budgets/${budget}/reserve`, { scopeId, holder: 'decider', amountMinor, ...extra });
+      expect(res.statusCode).toBe(201);
+      return res.body.id as string;
+    };
+    const entry = (budget: string, verb: 'settle' | 'void', body: Record<string, unknown>) => server.api('POST', `/budgets/${budget}/${verb}`, { body });
+
+    it('journals budget.created, budget.reserved, budget.settled and budget.voided, each with the budget as aggregate and what it changed', async () => {
+      const journaled = await newBudget('journaled');
+      const settleBy = new Date(server.clock.now() + 3_600_000).toISOString();
+      const r = await reserveOn(journaled, '300', { settleBy });
+      const plain = await reserveOn(journaled, '100');
+      const settled = await entry(journaled, 'settle', { reservationId: r, amountMinor: '100', workKey: 'j-settle' });
+      const voided = await entry(journaled, 'void', { reservationId: r, workKey: 'j-void' });
+      const events = (await allEvents(server, (all) => all.some((e) => e.type === 'budget.voided' && e.aggregate.id === journaled))).filter((e) => e.aggregate.id === journaled);
+      expect(events.map((e) => [e.type, e.aggregate.type, e.scopeId])).toEqual([
+        ['budget.created', 'budget', null],
+        ['budget.reserved', 'budget', scopeId],
+        ['budget.reserved', 'budget', scopeId],
+        ['budget.settled', 'budget', scopeId],
+        ['budget.voided', 'budget', scopeId],
+      ]);
+      expect(events[0].data).toEqual({ name: 'journaled', currency: 'USD', scale: 2, limitMinor: '10000' });
+      expect(events[1].data).toEqual({ reservationId: r, holder: 'decider', amountMinor: '300', settleBy });
+      expect(events[2].data).toEqual({ reservationId: plain, holder: 'decider', amountMinor: '100', settleBy: null });
+      expect(events[3].data).toEqual({ entryId: settled.body.entry.id, reservationId: r, amountMinor: '100', workKey: 'j-settle', reservationState: 'ACTIVE' });
+      expect(events[4].data).toEqual({ entryId: voided.body.entry.id, reservationId: r, amountMinor: '200', workKey: 'j-void', reservationState: 'VOIDED' });
+    });
+
+    it('a create of an existing name is a repeat only with the same currency, scale and limit: any one of them differing is CONFLICT', async () => {
+      const body = { name: 'settings', currency: 'USD', scale: 2, limitMinor: '1000' };
+      expect((await post('/budgets', body)).statusCode).toBe(201);
+      expect((await post('/budgets', body)).statusCode).toBe(200);
+      for (const other of [{ currency: 'EUR' }, { scale: 3 }, { limitMinor: '1001' }]) {
+        const res = await post('/budgets', { ...body, ...other });
+        expect([other, res.statusCode, res.body.error]).toEqual([other, 409, expect.objectContaining({ code: 'CONFLICT', message: 'budget settings exists with other settings' })]);
+      }
+    });
+
+    it('names what is missing: the budget (read, reserve, settle, void) or the reservation', async () => {
+      const r = (await reserve('1')).body.id as string;
+      const missing = (res: Reply) => res.body.error as { code: string; message: string };
+      expect(missing(await server.api('GET', `/budgets/${otherId}`))).toMatchObject({ code: 'NOT_FOUND', message: 'budget not found' });
+      expect(missing(await post(`/budgets/${otherId}/reserve`, { scopeId, holder: 'w', amountMinor: '1' }))).toMatchObject({ code: 'NOT_FOUND', message: 'budget not found' });
+      // The reservation exists, of another budget: the missing budget is what is named.
+      expect(missing(await entry(otherId, 'settle', { reservationId: r, amountMinor: '1', workKey: 'nf-settle' }))).toMatchObject({ code: 'NOT_FOUND', message: 'budget not found' });
+      expect(missing(await entry(otherId, 'void', { reservationId: r, workKey: 'nf-void' }))).toMatchObject({ code: 'NOT_FOUND', message: 'budget not found' });
+      expect(missing(await entry(budgetId, 'void', { reservationId: otherId, workKey: 'nf-reservation' }))).toMatchObject({ code: 'NOT_FOUND', message: 'reservation not found' });
+      expect((await entry(budgetId, 'void', { reservationId: r, workKey: 'nf-cleanup' })).statusCode).toBe(200);
+    });
+
+    it('a workKey replays only the same kind of entry on the same reservation: a void or another reservation under it is CONFLICT', async () => {
+      const reused = await newBudget('reused');
+      const r = await reserveOn(reused, '10');
+      const r2 = await reserveOn(reused, '10');
+      expect((await entry(reused, 'settle', { reservationId: r, amountMinor: '1', workKey: 'wk-kind' })).statusCode).toBe(200);
+      const asVoid = await entry(reused, 'void', { reservationId: r, workKey: 'wk-kind' });
+      expect(asVoid.body.error).toEqual(expect.objectContaining({ code: 'CONFLICT', message: `workKey wk-kind was already used for a SETTLE of 1 on reservation ${r}` }));
+      const elsewhere = await entry(reused, 'settle', { reservationId: r2, amountMinor: '1', workKey: 'wk-kind' });
+      expect(elsewhere.body.error).toMatchObject({ code: 'CONFLICT' });
+      expect((await server.api('GET', `/budgets/${reused}/reservations/${r2}`)).body).toMatchObject({ state: 'ACTIVE', settledMinor: '0' });
+    });
+
+    it("an entry's reply shows the budget's ACTIVE reservations after it: the changed one as it is now, a closed one gone, the others as they were", async () => {
+      const shown = await newBudget('shown');
+      server.clock.advance(1);
+      const r1 = await reserveOn(shown, '500');
+      server.clock.advance(1);
+      const r2 = await reserveOn(shown, '300');
+      const listed = (res: Reply) => (res.body.budget.reservations as { id: string; remainingMinor: string; state: string }[]).map((r) => [r.id, r.remainingMinor, r.state]);
+      const partly = await entry(shown, 'settle', { reservationId: r1, amountMinor: '100', workKey: 'shown-1' });
+      expect(listed(partly)).toEqual([[r1, '400', 'ACTIVE'], [r2, '300', 'ACTIVE']]);
+      const closed = await entry(shown, 'void', { reservationId: r2, workKey: 'shown-2' });
+      expect(listed(closed)).toEqual([[r1, '400', 'ACTIVE']]);
+      const settled = await entry(shown, 'settle', { reservationId: r1, amountMinor: '400', workKey: 'shown-3' });
+      expect(listed(settled)).toEqual([]);
+      expect((await server.api('GET', `/budgets/${shown}`)).body.reservations).toEqual([]);
+    });
+
+    it('pages budgets and reservations: a page holds at most limit items, its cursor continues after the last, and a page that ends the list has none', async () => {
+      // A space of its own, so other tests' budgets do not show.
+      const own = await startTestServer(store, { seed: 11 });
+      try {
+        const names = ['p-a', 'p-b', 'p-c', 'p-d', 'p-e'];
+        for (const name of names) expect((await own.api('POST', '/budgets', { body: { ...budgetBody, name }, idem: idem() })).statusCode).toBe(201);
+        const budgets = async (query: string) => (await own.api('GET', `/budgets?${query}`)).body as { items: { id: string; name: string }[]; nextCursor: string | null };
+        const first = await budgets('limit=3');
+        expect(first.items.map((b) => b.name)).toEqual(names.slice(0, 3));
+        const rest = await budgets(`limit=3&cursor=${first.nextCursor}`);
+        expect([rest.items.map((b) => b.name), rest.nextCursor]).toEqual([names.slice(3), null]);
+        expect((await budgets('limit=5')).nextCursor).toBeNull();
+        expect((await budgets('limit=4')).nextCursor).not.toBeNull();
+
+        const budget = first.items[0]!.id;
+        const ids: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          own.clock.advance(1);
+          ids.push((await own.api('POST', `/budgets/${budget}/reserve`, { body: { scopeId, holder: 'pager', amountMinor: '1' }, idem: idem() })).body.id);
+        }
+        const reservations = async (query: string) => (await own.api('GET', `/budgets/${budget}/reservations?${query}`)).body as { items: { id: string }[]; nextCursor: string | null };
+        const page = await reservations('limit=3');
+        expect(page.items.map((r) => r.id)).toEqual(ids.slice(0, 3));
+        const next = await reservations(`limit=3&cursor=${page.nextCursor}`);
+        expect([next.items.map((r) => r.id), next.nextCursor]).toEqual([ids.slice(3), null]);
+        expect((await reservations('limit=5')).nextCursor).toBeNull();
+        expect((await reservations('limit=4')).nextCursor).not.toBeNull();
+      } finally {
+        await own.close();
+      }
     });
   });
 });

@@ -208,6 +208,21 @@ describe.each(storeTargets())('claims over HTTP on $name', (target) => {
     expect(again.body.fencingToken).toBe(mine.body.fencingToken + 1);
   });
 
+  it("a run's cancel ends a claim whose lease ends that very millisecond as EXPIRED, one a millisecond short of it as RELEASED", async () => {
+    const runScope = (await server.api('POST', '/runs', { body: {}, idem: idem() })).body.scopeId as string;
+    const ending = await acquire(freshKey(), a, { scopeId: runScope, leaseSeconds: 5 });
+    server.clock.advance(1);
+    const lasting = await acquire(freshKey(), a, { scopeId: runScope, leaseSeconds: 5 });
+    server.clock.advance(4_999); // the first lease ends now; the second a millisecond later
+    expect((await server.api('POST', `/runs/${runScope}/cancel`, { idem: idem() })).statusCode).toBe(200);
+    expect((await server.api('GET', `/claims/${ending.body.id}`)).body).toMatchObject({ state: 'EXPIRED', endedAt: iso(server.clock.now()) });
+    expect((await server.api('GET', `/claims/${lasting.body.id}`)).body).toMatchObject({ state: 'RELEASED', endedAt: iso(server.clock.now()) });
+    const ended = await claimEvents(ending.body.id, (e) => e.length === 2);
+    expect(ended.map((e) => [e.type, e.data.replacedBy])).toEqual([['claim.acquired', undefined], ['claim.expired', null]]);
+    const released = await claimEvents(lasting.body.id, (e) => e.length === 2);
+    expect(released.map((e) => [e.type, e.data.reason])).toEqual([['claim.acquired', undefined], ['claim.released', 'RUN_CANCELLED']]);
+  });
+
   it('grows the fencing token by one with every new claim of a key, across release and expiry, and per key', async () => {
     const claimKey = freshKey();
     const seen: number[] = [];

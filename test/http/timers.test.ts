@@ -83,6 +83,7 @@ describe.each(storeTargets())('timers over HTTP on $name', (target) => {
     expect(await get(timer.id)).toEqual(fired);
     const events = (await allEvents(server, (all) => all.some((e) => e.type === 'timer.fired' && e.aggregate.id === timer.id))).filter((e) => e.aggregate.id === timer.id);
     expect(events.map((e) => e.type)).toEqual(['timer.armed', 'timer.fired']);
+    expect(events[0]).toMatchObject({ scopeId, aggregate: { type: 'timer', id: timer.id }, data: { timerKey: 'report-due', mailboxId: box, fireAt: iso(fireAtMs) } });
     expect(events[1]).toMatchObject({ scopeId, aggregate: { type: 'timer', id: timer.id }, data: { timerKey: 'report-due', mailboxId: box, messageId: fired.firedMessageId, fireAt: iso(fireAtMs) } });
   });
 
@@ -144,7 +145,7 @@ describe.each(storeTargets())('timers over HTTP on $name', (target) => {
     expect(missing.statusCode).toBe(404);
     const large = await arm(armBody(box, { payload: 'x'.repeat(65_537) }));
     expect(large.statusCode).toBe(413);
-    expect(large.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(large.body.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', message: expect.stringMatching(/^payload is 65539 bytes of JSON; at most 65536/) });
     const noKey = await server.api('POST', '/timers', { body: armBody(box) });
     expect(noKey.body.error.code).toBe('IDEMPOTENCY_KEY_REQUIRED');
     // Leave nothing ARMED behind for the sweeps of later tests.
@@ -170,8 +171,8 @@ describe.each(storeTargets())('timers over HTTP on $name', (target) => {
     const refused = await cancel(fired.id);
     expect(refused.statusCode).toBe(409);
     expect(refused.body.error.code).toBe('CONFLICT');
-    expect((await cancel(unknownId)).statusCode).toBe(404);
-    expect((await server.api('GET', `/timers/${unknownId}`)).statusCode).toBe(404);
+    expect((await cancel(unknownId)).body.error).toMatchObject({ code: 'NOT_FOUND', message: 'timer not found' });
+    expect((await server.api('GET', `/timers/${unknownId}`)).body.error).toMatchObject({ code: 'NOT_FOUND', message: 'timer not found' });
     const events = (await allEvents(server, (all) => all.some((e) => e.type === 'timer.cancelled' && e.aggregate.id === timer.id))).filter((e) => e.aggregate.id === timer.id);
     expect(events.map((e) => e.type)).toEqual(['timer.armed', 'timer.cancelled']);
     expect(events[1].data).toMatchObject({ reason: 'REQUESTED', timerKey: timer.timerKey });
@@ -212,7 +213,7 @@ describe.each(storeTargets())('timers over HTTP on $name', (target) => {
     const second = await armed(armBody(box, { delaySeconds: 3_600 }), call);
     const full = await arm(armBody(box), {}, call);
     expect(full.statusCode).toBe(429);
-    expect(full.body.error.code).toBe('BACKLOG_FULL');
+    expect(full.body.error).toMatchObject({ code: 'BACKLOG_FULL', message: 'the space holds 2 ARMED timers (maxArmedTimers 2; PUT /limits raises it)' });
     expect(full.headers['retry-after']).toBe('1');
     // A repeat of an existing key is not a new timer: it still answers.
     expect((await call('POST', '/timers', { body: armBody(box, { timerKey: second.timerKey, payload: second.payload, delaySeconds: 3_600 }), idem: idem() })).statusCode).toBe(200);
@@ -239,6 +240,49 @@ describe.each(storeTargets())('timers over HTTP on $name', (target) => {
     await sweep();
     expect((await get(timer.id)).state).toBe('FIRED');
     expect((await messages(box)).filter((m) => m.workKey === `timer:${timer.id}`)).toHaveLength(1);
+  });
+
+  it("a firing sends under its space's maxBacklog, but not under a maxPayloadBytes lowered after the arm", async () => {
+    const call = await tenant();
+    const box = await mailbox({}, call);
+    const big = await armed(armBody(box, { delaySeconds: 0, payload: 'x'.repeat(100) }), call);
+    expect((await call('PUT', '/limits', { body: { maxBacklog: 1, maxPayloadBytes: 10 } })).statusCode).toBe(200);
+    await sweep(); // the space's one message of room goes to the timer, whose payload the lowered limit would refuse
+    expect((await call('GET', `/timers/${big.id}`)).body.state).toBe('FIRED');
+    expect((await call('PUT', '/limits', { body: { maxPayloadBytes: 65_536 } })).statusCode).toBe(200);
+    const waiting = await armed(armBody(box, { delaySeconds: 0 }), call);
+    await sweep(); // the space is at maxBacklog: deferred, though the mailbox has room
+    expect((await call('GET', `/timers/${waiting.id}`)).body.state).toBe('ARMED');
+    expect((await call('POST', `/timers/${waiting.id}/cancel`, { idem: idem() })).statusCode).toBe(200);
+  });
+
+  /** `tx` as an arm sees it when a concurrent arm of the key commits after its read: getByKey misses the timer (always, with `winnerSeen` false). */
+  const racedTx = (tx: Tx, winnerSeen: boolean): Tx => {
+    let reads = 0;
+    const repo = tx.timers;
+    const getByKey: typeof repo.getByKey = async (...args) => (++reads === 1 || !winnerSeen ? undefined : repo.getByKey(...args));
+    const racedTimers = new Proxy(repo, { get: (t, p) => (p === 'getByKey' ? getByKey : bound(t, p)) });
+    return new Proxy(tx, { get: (t, p) => (p === 'timers' ? racedTimers : bound(t, p)) });
+  };
+  const bound = (target: object, p: string | symbol): unknown => {
+    const value: unknown = Reflect.get(target, p);
+    return typeof value === 'function' ? value.bind(target) : value;
+  };
+
+  it('an arm whose insert loses to a concurrent arm of the key answers as a repeat of the winner; a winner not yet visible is CONFLICT', async () => {
+    const box = await mailbox();
+    const body = armBody(box);
+    const winner = await armed(body);
+    const armIn = (winnerSeen: boolean, asked: typeof body) =>
+      server.baton.deps.store.transaction((tx) => {
+        const ctx: OpContext = { tx: racedTx(tx, winnerSeen), spaceId: server.spaceId, nowMs: server.clock.now(), random: new SeededRandom(5), limits: defaultSpaceLimits };
+        return timers.arm(ctx, asked as Parameters<typeof timers.arm>[1]);
+      });
+    expect(await armIn(true, body)).toEqual({ created: false, view: expect.objectContaining({ id: winner.id, state: 'ARMED' }) });
+    await expect(armIn(true, { ...body, payload: { n: -1 } })).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(armIn(false, body)).rejects.toMatchObject({ code: 'CONFLICT', message: `timerKey ${body.timerKey} is being armed; retry` });
+    expect((await server.api('GET', `/timers?state=ARMED&limit=500`)).body.items.filter((t: any) => t.timerKey === body.timerKey)).toHaveLength(1);
+    await cancel(winner.id);
   });
 
   it('a message already holding the workKey timer:<id> is taken as the firing: no second message', async () => {
