@@ -1,6 +1,6 @@
 import { assert } from '../assert';
 import type { OpContext } from '../context';
-import { BatonError, conflict, notFound, validationFailed } from '../errors';
+import { BatonError, notFound, validationFailed } from '../errors';
 import { eventView } from '../events/journal';
 import { eventTypes, type NewEvent } from '../events/model';
 import { cancelled } from '../messages/rules';
