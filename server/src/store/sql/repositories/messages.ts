@@ -16,13 +16,17 @@ const movedTask = (row: Row): Row => Object.fromEntries(taskColumns.split(', ').
 /**
  * The `moved` step of every claim statement: the tasks of the `taken` rows to RUNNING by the rule
  * of tasks/rules.ts movedWithDelivery and claimMove (attempts: the claim's attempt, updatedAt:
- * $8), an ended task left as it is. Lock order: the message (taken), then its task. Each moved
+ * $8), an ended task left as it is. Lock order: the message (taken), then its task. A claim of
+ * one row names its task by key (`id = (SELECT task_id FROM taken)`: an index condition whatever
+ * the statistics), not by the join alone, which a generic plan made on statistics older than the
+ * space's tasks ordered with `tasks` outside, reading every task of the space per claim (6 ms at
+ * 1,300 tasks; measured with .tmp scripts, not kept). Each moved
  * task comes back with its claimed message's columns, so no step joins `moved` back to `taken`:
  * that join of two CTEs, whose sizes the planner cannot know, was planned as a nested loop,
  * 2,450 comparisons for a batch of 50 (docs/growth.md).
  */
-const moveClaimedTasks = (): string => `UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
-             FROM taken WHERE t.space_id = $1 AND t.id = taken.task_id AND t.state IN ('PENDING', 'RUNNING')
+const moveClaimedTasks = (claims: 'one' | 'many'): string => `UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
+             FROM taken WHERE t.space_id = $1 AND ${claims === 'one' ? 't.id = (SELECT task_id FROM taken) AND ' : ''}t.id = taken.task_id AND t.state IN ('PENDING', 'RUNNING')
              RETURNING ${qualified('taken')}, true AS taken, ${prefixedTaskColumns('t')}`;
 
 /**
@@ -312,7 +316,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
              SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
              ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
            RETURNING ${messageColumns}
-         ), moved AS (${moveClaimedTasks()})
+         ), moved AS (${moveClaimedTasks('one')})
          ${claimedRows()}`,
         [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
       );
@@ -337,7 +341,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
            UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
            FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
            RETURNING ${qualified('m')}
-         ), moved AS (${moveClaimedTasks()})
+         ), moved AS (${moveClaimedTasks('one')})
          ${claimedRows()}
          UNION ALL
          SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
@@ -361,7 +365,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
            UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
            FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.state = 'READY'
            RETURNING ${qualified('m')}
-         ), moved AS (${moveClaimedTasks()})
+         ), moved AS (${moveClaimedTasks('many')})
          ${claimedRows()}`,
         [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.tokenHashes.length],
       );
@@ -383,7 +387,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
            UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
            FROM numbered WHERE numbered.free AND m.space_id = $1 AND m.id = numbered.id
            RETURNING ${qualified('m')}
-         ), moved AS (${moveClaimedTasks()})
+         ), moved AS (${moveClaimedTasks('many')})
          ${claimedRows()}
          UNION ALL
          SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM numbered JOIN messages m ON m.space_id = $1 AND m.id = numbered.id WHERE NOT numbered.free`,
