@@ -20,7 +20,7 @@ const movedTask = (row: Row): Row => Object.fromEntries(taskColumns.split(', ').
  * one row names its task by key (`id = (SELECT task_id FROM taken)`: an index condition whatever
  * the statistics), not by the join alone, which a generic plan made on statistics older than the
  * space's tasks ordered with `tasks` outside, reading every task of the space per claim (6 ms at
- * 1,300 tasks; measured with .tmp scripts, not kept). Each moved
+ * 1,300 tasks, seen with auto_explain). Each moved
  * task comes back with its claimed message's columns, so no step joins `moved` back to `taken`:
  * that join of two CTEs, whose sizes the planner cannot know, was planned as a nested loop,
  * 2,450 comparisons for a batch of 50 (docs/growth.md).
@@ -397,17 +397,18 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     },
     async claimExpired(nowMs, limit) {
       // One statement: `expired` locks the deliveries (SKIP LOCKED: another sweeper's, or a
-      // complete's, are passed over), then `locked` locks their tasks (lock order: message, then
-      // task). Locking is what makes the task read current: a plain read in the same statement
-      // would see the statement's snapshot, from before a deadline sweep that committed while
-      // this one waited; a row lock answers the latest version. Ordered by the caller's sort.
+      // complete's, are passed over), then each one's task is locked by key behind it (lock
+      // order: message, then task; LATERAL makes it a primary-key lookup per delivery whatever
+      // the statistics). Locking is what makes the task read current: a plain read in the same
+      // statement would see the statement's snapshot, from before a deadline sweep that
+      // committed while this one waited; a row lock answers the latest version. Ordered by the
+      // caller's sort.
       const rows = await q.query<Row & { t_id: unknown }>(
         `WITH expired AS MATERIALIZED (
            SELECT ${messageColumns} FROM messages WHERE state = 'CLAIMED' AND lease_expires_at <= $1 ORDER BY lease_expires_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED
-         ), locked AS MATERIALIZED (
-           SELECT ${taskColumns} FROM tasks WHERE (space_id, id) IN (SELECT space_id, task_id FROM expired WHERE task_id IS NOT NULL) FOR UPDATE
          )
-         SELECT ${qualified('e')}, ${prefixedTaskColumns('t')} FROM expired e LEFT JOIN locked t ON t.space_id = e.space_id AND t.id = e.task_id`,
+         SELECT ${qualified('e')}, ${prefixedTaskColumns('t')} FROM expired e
+         LEFT JOIN LATERAL (SELECT ${taskColumns} FROM tasks WHERE space_id = e.space_id AND id = e.task_id FOR UPDATE) t ON true`,
         [timeParam(nowMs), limit],
       );
       return rows.map(toClaimed).sort((a, b) => a.message.leaseExpiresAt! - b.message.leaseExpiresAt! || a.message.seq - b.message.seq);
