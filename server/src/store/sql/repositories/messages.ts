@@ -16,14 +16,18 @@ const movedTask = (row: Row): Row => Object.fromEntries(taskColumns.split(', ').
 /**
  * The `moved` step of every claim statement: the tasks of the `taken` rows to RUNNING by the rule
  * of tasks/rules.ts movedWithDelivery and claimMove (attempts: the claim's attempt, updatedAt:
- * $8), an ended task left as it is. Lock order: the message (taken), then its task. A claim of
- * one row names its task by key (`id = (SELECT task_id FROM taken)`: an index condition whatever
- * the statistics), not by the join alone, which a generic plan made on statistics older than the
- * space's tasks ordered with `tasks` outside, reading every task of the space per claim (6 ms at
- * 1,300 tasks, seen with auto_explain). Each moved
- * task comes back with its claimed message's columns, so no step joins `moved` back to `taken`:
- * that join of two CTEs, whose sizes the planner cannot know, was planned as a nested loop,
- * 2,450 comparisons for a batch of 50 (docs/growth.md).
+ * $8), an ended task left as it is. Lock order: the message (taken), then its task.
+ *
+ * A claim of one row names its task by key (`id = (SELECT task_id FROM taken)`, an index
+ * condition whatever the statistics), not by the join alone: a generic plan made on statistics
+ * older than the space's tasks put `tasks` outside the join and read every task of the space per
+ * claim (6 ms at 1,300 tasks, seen with auto_explain; a claim of a task delivery took 12.5 ms
+ * against 6.7 ms by key). A batch's claim keeps the join (`id = ANY` of the claimed task ids was
+ * no index condition on such statistics either); the admit-batch statement had it so before.
+ *
+ * Each moved task comes back with its claimed message's columns, so no step joins `moved` back
+ * to `taken`: that join of two CTEs, whose sizes the planner cannot know, was planned as a nested
+ * loop, 2,450 comparisons for a batch of 50 (docs/growth.md).
  */
 const moveClaimedTasks = (claims: 'one' | 'many'): string => `UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
              FROM taken WHERE t.space_id = $1 AND ${claims === 'one' ? 't.id = (SELECT task_id FROM taken) AND ' : ''}t.id = taken.task_id AND t.state IN ('PENDING', 'RUNNING')
