@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { CandidateRequest, DeliveryRequirements, Mailbox, NewMessage, Task } from '@baton/core';
 import { storeTargets, useTenantStore } from './support/databases';
 
-/** What admission needs from every store: candidates, savepoints, live task moves, the principal lookup. */
+/** What admission needs from every store: candidates that move their tasks as they claim, savepoints, the principal lookup. */
 const T0 = 1_700_000_000_000;
 
 describe.each(storeTargets())('admission store conformance on $name', (target) => {
@@ -134,16 +134,23 @@ describe.each(storeTargets())('admission store conformance on $name', (target) =
     expect(await eventsAfter()).toBe(before);
   });
 
-  it('moveLive moves a PENDING or RUNNING task and leaves a terminal one untouched', async () => {
+  it('claimCandidates leaves an ended task as it is while it claims its delivery, and moves the live ones beside it', async () => {
     const { store, spaceId } = tenant;
-    const { taskId } = await deliver(null);
-    const running = await store.transaction((tx) => tx.tasks.moveLive(spaceId, taskId!, { state: 'RUNNING', attempts: 1, outcome: null, failureReason: null, updatedAt: T0 + 1 }));
-    expect(running).toMatchObject({ state: 'RUNNING', attempts: 1, updatedAt: T0 + 1 });
-    const done = await store.transaction((tx) => tx.tasks.moveLive(spaceId, taskId!, { state: 'SUCCEEDED', attempts: 1, outcome: { ok: true }, failureReason: null, updatedAt: T0 + 2 }));
-    expect(done).toMatchObject({ state: 'SUCCEEDED', outcome: { ok: true } });
-    expect(await store.transaction((tx) => tx.tasks.moveLive(spaceId, taskId!, { state: 'PENDING', attempts: 1, outcome: null, failureReason: null, updatedAt: T0 + 3 }))).toBeUndefined();
-    expect(await store.read((tx) => tx.tasks.get(spaceId, taskId!))).toMatchObject({ state: 'SUCCEEDED', updatedAt: T0 + 2 });
-    expect(await store.transaction((tx) => tx.tasks.moveLive(spaceId, randomUUID(), { state: 'RUNNING', attempts: 1, outcome: null, failureReason: null, updatedAt: T0 }))).toBeUndefined();
+    const ended = await deliver(null);
+    const live = await deliver(null);
+    const cancelled = await store.transaction(async (tx) => {
+      const task = (await tx.tasks.get(spaceId, ended.taskId!))!;
+      const next: Task = { ...task, state: 'CANCELLED', failureReason: 'TEST', updatedAt: T0 + 1 };
+      await tx.tasks.update(next);
+      return next;
+    });
+    const found = await store.transaction((tx) => tx.messages.claimCandidates({ ...request(), tokenHashes: ['p', 'q'], nowMs: T0 + 4 }));
+    expect(found.map((f) => [f.message.id, f.claimed, f.claimed && f.task?.state])).toEqual([
+      [ended.messageId, true, undefined],
+      [live.messageId, true, 'RUNNING'],
+    ]);
+    expect(await store.read((tx) => tx.tasks.get(spaceId, ended.taskId!))).toEqual(cancelled);
+    expect(await store.read((tx) => tx.tasks.get(spaceId, live.taskId!))).toMatchObject({ state: 'RUNNING', attempts: 1, updatedAt: T0 + 4 });
   });
 
   it('getWithTenant answers the key with its org and the named space in one lookup', async () => {

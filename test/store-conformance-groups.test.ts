@@ -151,8 +151,8 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
     const inRoot = await sendTo(root);
     const claim = (scopeIds: string[]) =>
       tenant.store.transaction((tx) => tx.messages.claimNext({ spaceId: tenant.spaceId, mailboxId: box.id, scopeIds, holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0 }));
-    expect((await claim([root, child.scopeId]))?.id).toBe(inChild.id);
-    expect((await claim([root, child.scopeId]))?.id).toBe(inRoot.id);
+    expect((await claim([root, child.scopeId]))?.message.id).toBe(inChild.id);
+    expect((await claim([root, child.scopeId]))?.message.id).toBe(inRoot.id);
     expect(await claim([root, child.scopeId])).toBeUndefined();
   });
 
@@ -167,6 +167,6 @@ describe.each(storeTargets())('task group store conformance on $name', (target) 
     expect(await store.transaction((tx) => tx.messages.claimCandidate({ ...request(root), afterSeq: 0 }))).toBeUndefined();
     expect(await store.read((tx) => tx.messages.get(spaceId, inRoot.id))).toMatchObject({ state: 'READY' });
     // The child scope has no gate scope below it.
-    expect((await store.transaction((tx) => tx.messages.claimNext(request(child.scopeId))))?.id).toBe(inChild.id);
+    expect((await store.transaction((tx) => tx.messages.claimNext(request(child.scopeId))))?.message.id).toBe(inChild.id);
   });
 });

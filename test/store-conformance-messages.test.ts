@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { defaultSpaceLimits, deliveries, messages, SeededRandom, type ClaimRequest, type Mailbox, type NewMessage, type Tx } from '@baton/core';
+import { defaultSpaceLimits, deliveries, SeededRandom, type ClaimRequest, type Mailbox, type NewMessage, type Task, type Tx } from '@baton/core';
 import { journalWhen, storeTargets, useTenantStore } from './support/databases';
 
 /**
@@ -22,6 +22,20 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
   const claimOf = (mailboxId: string, scopeId: string, over: Partial<ClaimRequest> = {}): ClaimRequest => ({
     spaceId: tenant.spaceId, mailboxId, scopeIds: [scopeId], holder: 'h', holderSession: 's', tokenHash: randomUUID(), leaseExpiresAt: T0 + 30_000, nowMs: T0, ...over,
   });
+  /** A PENDING task with its READY delivery in `box`, the task then set to `state` (an ended task's delivery is READY only by a fault; a claim must leave the task as it is). */
+  const deliverTask = async (box: Mailbox, scopeId: string, state: Task['state'] = 'PENDING'): Promise<{ task: Task; messageId: string }> =>
+    tenant.store.transaction(async (tx) => {
+      const messageId = randomUUID();
+      const ended = state !== 'PENDING' && state !== 'RUNNING';
+      const task: Task = {
+        id: randomUUID(), spaceId: tenant.spaceId, taskKey: `k-${randomUUID()}`, fingerprint: 'f'.repeat(64), mailboxId: box.id, scopeId, state, input: { n: 1 },
+        requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null, failureReason: ended ? 'CANCELLED_BY_TEST' : null,
+        messageId, groupId: null, tombstoned: false, createdAt: T0, updatedAt: T0,
+      };
+      await tx.tasks.insert(task);
+      await tx.messages.insert(message(box.id, scopeId, { id: messageId, taskId: task.id, payload: { taskId: task.id } }));
+      return { task, messageId };
+    });
   const seed = async (count: number, scopeId: string): Promise<{ box: Mailbox; ids: string[] }> => {
     const box = mailbox();
     const ids: string[] = [];
@@ -99,8 +113,8 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const order: string[] = [];
     for (let i = 0; i < 3; i++) {
       const claimed = await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { holder: `h${i}` })));
-      expect(claimed).toMatchObject({ state: 'CLAIMED', attempt: 1, holder: `h${i}`, holderSession: 's', leaseExpiresAt: T0 + 30_000 });
-      order.push(claimed!.id);
+      expect(claimed).toEqual({ message: expect.objectContaining({ state: 'CLAIMED', attempt: 1, holder: `h${i}`, holderSession: 's', leaseExpiresAt: T0 + 30_000 }), task: undefined });
+      order.push(claimed!.message.id);
     }
     expect(order).toEqual(ids);
     expect(await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope)))).toBeUndefined();
@@ -115,19 +129,81 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const scope = randomUUID();
     const { box, ids } = await seed(5, scope);
     const first = await store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope), tokenHashes: ['t1', 't2', 't3'] }));
-    expect(first.map((m) => m.id)).toEqual(ids.slice(0, 3));
-    expect(first.map((m) => [m.state, m.attempt, m.holder])).toEqual([['CLAIMED', 1, 'h'], ['CLAIMED', 1, 'h'], ['CLAIMED', 1, 'h']]);
-    expect(first.map((m) => m.tokenHash).sort()).toEqual(['t1', 't2', 't3']);
+    expect(first.map((d) => d.message.id)).toEqual(ids.slice(0, 3));
+    expect(first.map(({ message: m }) => [m.state, m.attempt, m.holder])).toEqual([['CLAIMED', 1, 'h'], ['CLAIMED', 1, 'h'], ['CLAIMED', 1, 'h']]);
+    expect(first.map((d) => d.message.tokenHash).sort()).toEqual(['t1', 't2', 't3']);
+    expect(first.map((d) => d.task)).toEqual([undefined, undefined, undefined]);
     const rest = await store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope), tokenHashes: ['a', 'b', 'c'] }));
-    expect(rest.map((m) => m.id)).toEqual(ids.slice(3));
+    expect(rest.map((d) => d.message.id)).toEqual(ids.slice(3));
     expect(await store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope), tokenHashes: ['z'] }))).toEqual([]);
+  });
+
+  it('claimNext moves a task delivery\'s task to RUNNING in the same step, and leaves an ended task as it is', async () => {
+    const { store, spaceId } = tenant;
+    const scope = randomUUID();
+    const { box } = await seed(0, scope);
+    const live = await deliverTask(box, scope);
+    const ended = await deliverTask(box, scope, 'CANCELLED');
+    const first = await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { nowMs: T0 + 5 })));
+    expect(first?.message).toMatchObject({ id: live.messageId, state: 'CLAIMED', attempt: 1 });
+    expect(first?.task).toEqual({ ...live.task, state: 'RUNNING', attempts: 1, updatedAt: T0 + 5 });
+    expect(await store.read((tx) => tx.tasks.get(spaceId, live.task.id))).toEqual(first?.task);
+    // A second attempt counts: attempts follows the claim's attempt.
+    await store.transaction(async (tx) => tx.messages.update({ ...first!.message, state: 'READY', tokenHash: null, holder: null, holderSession: null, leaseExpiresAt: null, updatedAt: T0 + 6 }));
+    const again = await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { nowMs: T0 + 7 })));
+    expect(again).toEqual({ message: expect.objectContaining({ id: live.messageId, attempt: 2 }), task: { ...live.task, state: 'RUNNING', attempts: 2, updatedAt: T0 + 7 } });
+
+    const second = await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { nowMs: T0 + 8 })));
+    expect(second).toEqual({ message: expect.objectContaining({ id: ended.messageId, state: 'CLAIMED', attempt: 1 }), task: undefined });
+    expect(await store.read((tx) => tx.tasks.get(spaceId, ended.task.id))).toEqual(ended.task);
+  });
+
+  it('claimMany claims plain messages and task deliveries together: each task moved with its delivery, an ended one left, a plain message without', async () => {
+    const { store, spaceId } = tenant;
+    const scope = randomUUID();
+    const { box, ids } = await seed(1, scope);
+    const live = await deliverTask(box, scope);
+    const ended = await deliverTask(box, scope, 'EXPIRED');
+    await store.transaction((tx) => tx.messages.insert(message(box.id, scope)));
+    const claimed = await store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope, { nowMs: T0 + 9 }), tokenHashes: ['a', 'b', 'c', 'd', 'e'] }));
+    expect(claimed.map((d) => [d.message.id === ids[0] ? 'plain' : d.message.taskId, d.message.state, d.task?.state])).toEqual([
+      ['plain', 'CLAIMED', undefined],
+      [live.task.id, 'CLAIMED', 'RUNNING'],
+      [ended.task.id, 'CLAIMED', undefined],
+      [null, 'CLAIMED', undefined],
+    ]);
+    expect(claimed[1]!.task).toEqual({ ...live.task, state: 'RUNNING', attempts: 1, updatedAt: T0 + 9 });
+    await store.read(async (tx) => {
+      expect(await tx.tasks.get(spaceId, live.task.id)).toEqual(claimed[1]!.task);
+      expect(await tx.tasks.get(spaceId, ended.task.id)).toEqual(ended.task);
+    });
+  });
+
+  it('claimExpired answers each expired delivery locked with its task as it is now, a plain message without', async () => {
+    const { store, spaceId } = tenant;
+    const scope = randomUUID();
+    const { box, ids } = await seed(1, scope);
+    const running = await deliverTask(box, scope);
+    const expiring = await deliverTask(box, scope);
+    for (const leaseExpiresAt of [T0 + 1_000, T0 + 2_000, T0 + 3_000]) await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { leaseExpiresAt, nowMs: T0 + 1 })));
+    // The deadline sweep ended one task while its delivery was out: the expiry must see that.
+    const ended = { ...expiring.task, state: 'EXPIRED' as const, attempts: 1, failureReason: 'DEADLINE_EXCEEDED', updatedAt: T0 + 2 };
+    await store.transaction((tx) => tx.tasks.update(ended));
+    const due = await store.transaction((tx) => tx.messages.claimExpired(T0 + 3_000, 10));
+    expect(due.map((d) => [d.message.id, d.message.state, d.task])).toEqual([
+      [ids[0], 'CLAIMED', undefined],
+      [running.messageId, 'CLAIMED', { ...running.task, state: 'RUNNING', attempts: 1, updatedAt: T0 + 1 }],
+      [expiring.messageId, 'CLAIMED', ended],
+    ]);
+    expect(await store.transaction((tx) => tx.messages.claimExpired(T0 + 1_500, 1))).toEqual([due[0]]);
+    expect(await store.read((tx) => tx.tasks.get(spaceId, expiring.task.id))).toEqual(ended);
   });
 
   it('concurrent claimMany calls take every message exactly once', async () => {
     const scope = randomUUID();
     const { box, ids } = await seed(20, scope);
     const batches = await Promise.all(Array.from({ length: 6 }, (_, i) => tenant.store.transaction((tx) => tx.messages.claimMany({ ...claimOf(box.id, scope, { holder: `h${i}` }), tokenHashes: ['1', '2', '3', '4', '5'] }))));
-    expect(batches.flat().map((m) => m.id).sort()).toEqual([...ids].sort());
+    expect(batches.flat().map((d) => d.message.id).sort()).toEqual([...ids].sort());
   });
 
   it('lockMany answers the named messages that exist, in id order, once each', async () => {
@@ -148,7 +224,8 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     await store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { leaseExpiresAt: T0 + 5_000 })));
     expect(await store.transaction((tx) => tx.messages.claimExpired(T0 + 1_000, 10))).toHaveLength(0);
     const due = await store.transaction((tx) => tx.messages.claimExpired(T0 + 10_000, 10));
-    expect(due.map((m) => m.leaseExpiresAt)).toEqual([T0 + 5_000, T0 + 10_000]);
+    expect(due.map((d) => d.message.leaseExpiresAt)).toEqual([T0 + 5_000, T0 + 10_000]);
+    expect(due.map((d) => d.task)).toEqual([undefined, undefined]);
   });
 
   it('census counts READY, CLAIMED and DEAD per mailbox across spaces, the most live first, at most `limit`', async () => {
@@ -193,7 +270,7 @@ describe.each(storeTargets())('message store conformance on $name', (target) => 
     const scope = randomUUID();
     const { box, ids } = await seed(10, scope);
     const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => tenant.store.transaction((tx) => tx.messages.claimNext(claimOf(box.id, scope, { holder: `h${i}` })))));
-    const claimed = claims.filter((m) => m !== undefined).map((m) => m!.id);
+    const claimed = claims.filter((d) => d !== undefined).map((d) => d!.message.id);
     expect(claimed.sort()).toEqual([...ids].sort());
   });
 

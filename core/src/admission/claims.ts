@@ -3,7 +3,8 @@ import type { OpContext } from '../context';
 import { coolingDown, fits, rollWindow, take } from '../allowances/rules';
 import type { Allowance, Consumption } from '../allowances/model';
 import { reserveFunds, voidRemainder } from '../budgets/rules';
-import type { Budget, BudgetEntry, Reservation } from '../budgets/model';
+import type { Budget, BudgetEntry } from '../budgets/model';
+import { newReservation, reservedEvent } from '../budgets/reservation';
 import { eventTypes, type NewEvent } from '../events/model';
 import type { Message } from '../messages/model';
 import { topicOf } from '../notifier';
@@ -158,17 +159,11 @@ async function reserveBudget(c: Claim, need: DeliveryRequirements['budgets'][num
   assert(budget, `budget ${need.id} named by a delivery is gone`);
   const amountMinor = BigInt(need.reserveMinor);
   if (amountMinor > budget.availableMinor) return c.shortages.record('budget', need.id, amountMinor);
-  const reservation: Reservation = {
-    id: random.uuid(), spaceId, budgetId: need.id, scopeId: c.delivery.scopeId, holder: c.who.holder, amountMinor, settledMinor: 0n, remainingMinor: amountMinor,
-    state: 'ACTIVE', settleBy: null, overdueAt: null, createdAt: nowMs, updatedAt: nowMs,
-  };
+  const reservation = newReservation(random, nowMs, { spaceId, budgetId: need.id, scopeId: c.delivery.scopeId, holder: c.who.holder, amountMinor, settleBy: null });
   await tx.budgets.update(reserveFunds(budget, amountMinor, nowMs));
   await tx.reservations.insert(reservation);
   c.claimed.budgets.push({ id: need.id, name: need.name, reservationId: reservation.id, amountMinor: need.reserveMinor });
-  c.events.push({
-    type: eventTypes.budgetReserved, aggregateType: 'budget', aggregateId: need.id, scopeId: c.delivery.scopeId,
-    data: { ...c.about, reservationId: reservation.id, amountMinor: need.reserveMinor, settleBy: null },
-  });
+  c.events.push(reservedEvent(reservation, c.about));
   return true;
 }
 

@@ -1,7 +1,7 @@
 import { assert } from '../assert';
 import type { OpContext } from '../context';
 import type { NewEvent } from '../events/model';
-import type { ClaimRequest, Message } from '../messages/model';
+import type { ClaimedDelivery, ClaimRequest, LockedDelivery, Message } from '../messages/model';
 import { claim, leaseUntil, newToken } from '../messages/rules';
 import { claimedEvent, receivableMailbox } from '../messages/service';
 import { deliveryView } from '../messages/views';
@@ -9,7 +9,7 @@ import { readyTopicsOf } from '../notifier';
 import type { AdmitBody, AdmittedDeliveryView } from '../schemas/admission';
 import * as taskHooks from '../tasks/service';
 import { together } from '../store/together';
-import type { Task } from '../tasks/model';
+import type { TaskMoved } from '../tasks/service';
 import { claimResources, Shortages } from './claims';
 import { maxCandidatesPerAdmit, leasesOf, unlimitedLeases, type LeaseRoom, type ResourceKind } from './model';
 import { maxKeptSavepoints } from '../batches/items';
@@ -74,9 +74,9 @@ export async function admit(ctx: OpContext, body: AdmitBody, leases: LeaseRoom =
   const shortages = new Shortages();
   let candidate = first ?? (scopeIds.length > 1 ? await ctx.tx.messages.claimCandidate({ ...request, afterSeq: 0 }) : undefined);
   for (let examined = 1; candidate !== undefined; examined++) {
-    if (candidate.claimed) return admitted(ctx, candidate.message, token, [], body.scopeId, { task: candidate.task });
-    const delivery = await tryCandidate(ctx, candidate.message, request, shortages, leases);
-    if (delivery) return admitted(ctx, delivery.message, token, delivery.events, body.scopeId, undefined, delivery.task);
+    if (candidate.claimed) return admitted(ctx, claimedAtOnce(candidate), token, body.scopeId);
+    const admission = await tryCandidate(ctx, candidate.message, request, shortages, leases);
+    if (admission) return admitted(ctx, await withResources(ctx, admission), token, body.scopeId);
     // A candidate is claimed when it needs nothing: only ask for one that will be examined.
     if (examined >= maxCandidatesPerAdmit) break;
     candidate = await ctx.tx.messages.claimCandidate({ ...request, afterSeq: candidate.message.seq });
@@ -150,7 +150,7 @@ export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: numbe
       assert(token !== undefined, `admit-batch: no token for candidate ${candidate.message.id}`);
       const room = kept < maxKeptSavepoints;
       const taken = candidate.claimed
-        ? await admittedDelivery(ctx, candidate.message, token.token, [], body.scopeId, { task: candidate.task })
+        ? admittedDelivery(claimedAtOnce(candidate), token.token, body.scopeId)
         : room
           ? await admittedWithResources(ctx, candidate.message, { ...base, scopeIds, tokenHash: token.tokenHash }, shortages, leases, token.token, body.scopeId)
           : undefined;
@@ -181,8 +181,14 @@ export async function admitMany(ctx: OpContext, body: AdmitBody, maxTasks: numbe
 
 /** A candidate with requirements, tried as admit tries it: its admission, or undefined when a resource is short. */
 async function admittedWithResources(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages, leases: LeaseRoom, token: string, scopeId: string) {
-  const delivery = await tryCandidate(ctx, candidate, request, shortages, leases);
-  return delivery && admittedDelivery(ctx, delivery.message, token, delivery.events, scopeId, undefined, delivery.task);
+  const admission = await tryCandidate(ctx, candidate, request, shortages, leases);
+  return admission && admittedDelivery(await withResources(ctx, admission), token, scopeId);
+}
+
+/** A delivery claimed with its resources (tryCandidate): the delivery locked and claimed, its task as read under the lock, and the resources' events. */
+interface ClaimedWithResources {
+  locked: LockedDelivery;
+  resourceEvents: NewEvent[];
 }
 
 /**
@@ -190,7 +196,7 @@ async function admittedWithResources(ctx: OpContext, candidate: Message, request
  * claimed and no resource lock kept, when one is short. A candidate needing as much of a
  * resource as an earlier one found short is passed over without touching the store.
  */
-async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages, leases: LeaseRoom): Promise<{ message: Message; events: NewEvent[]; task: Task | undefined } | undefined> {
+async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRequest, shortages: Shortages, leases: LeaseRoom): Promise<ClaimedWithResources | undefined> {
   assert(candidate.state === 'READY' && candidate.requirements !== null, `candidate ${candidate.id} is ${candidate.state}`);
   if (shortages.knownShort(candidate.requirements)) return undefined;
   // Its leases (itself and its pool units) are taken before it is claimed, given back if the claim fails.
@@ -199,44 +205,47 @@ async function tryCandidate(ctx: OpContext, candidate: Message, request: ClaimRe
     shortages.leasesShort = true;
     return undefined;
   }
-  let result: { message: Message; events: NewEvent[]; task: Task | undefined } | undefined;
+  let result: ClaimedWithResources | undefined;
   await ctx.tx.savepoints.attempt(async () => {
     // The candidate's task is read under the candidate's lock, in the round trip of the claims.
     const [taken, task] = await together(claimResources(ctx, candidate, request, shortages), ctx.tx.tasks.getByDelivery(ctx.spaceId, candidate.id));
     if (!taken) return false;
     const message = claim(candidate, request, taken.claimed);
     await ctx.tx.messages.update(message);
-    result = { message, events: taken.events, task };
+    result = { locked: { message, task }, resourceEvents: taken.events };
     return true;
   });
   if (!result) leases.giveBack(units);
   return result;
 }
 
-/**
- * The claimed delivery's events (with its resources' events, appended in one statement), its task
- * moved to RUNNING (by the claim itself when `movedWithClaim` is given; as a write when the task
- * was `loaded` under the candidate's lock), and the reply.
- */
-async function admitted(ctx: OpContext, message: Message, token: string, resourceEvents: NewEvent[], scopeId: string, movedWithClaim?: { task: Task | undefined }, loaded?: Task): Promise<AdmitAttempt> {
-  const { delivery, events } = await admittedDelivery(ctx, message, token, resourceEvents, scopeId, movedWithClaim, loaded);
+/** What an admission claimed, for its reply and events: the delivery, its resources' events, and its task's start. */
+interface Admission {
+  message: Message;
+  resourceEvents: NewEvent[];
+  started: TaskMoved;
+}
+
+/** A candidate that needed nothing, claimed by claimCandidate(s), which moved its task too. */
+const claimedAtOnce = (candidate: ClaimedDelivery): Admission => ({ message: candidate.message, resourceEvents: [], started: taskHooks.startedByClaim(candidate) });
+
+/** A candidate claimed with its resources: its task, read under the candidate's lock, starts now (a write that rides with the commit). */
+async function withResources(ctx: OpContext, claimed: ClaimedWithResources): Promise<Admission> {
+  return { message: claimed.locked.message, resourceEvents: claimed.resourceEvents, started: await taskHooks.startClaimed(ctx, claimed.locked) };
+}
+
+/** The admission's events (its resources' first, appended in one statement) and the reply. */
+async function admitted(ctx: OpContext, admission: Admission, token: string, scopeId: string): Promise<AdmitAttempt> {
+  const { delivery, events } = admittedDelivery(admission, token, scopeId);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);
   return { delivery, wakeTopics: [], retryAtMs: null, blockedBy: [], leasesShort: false };
 }
 
 /** admitted's reply and events, for a caller that appends the events of several admissions at once. */
-async function admittedDelivery(
-  ctx: OpContext,
-  message: Message,
-  token: string,
-  resourceEvents: NewEvent[],
-  scopeId: string,
-  movedWithClaim?: { task: Task | undefined },
-  loaded?: Task,
-): Promise<{ delivery: AdmittedDeliveryView; events: NewEvent[] }> {
+function admittedDelivery(admission: Admission, token: string, scopeId: string): { delivery: AdmittedDeliveryView; events: NewEvent[] } {
+  const { message, resourceEvents, started } = admission;
   assert(message.state === 'CLAIMED' && message.taskId !== null, `admitted message ${message.id} is ${message.state}`);
-  const claimed = claimedView(message.claimed);
-  const events = [...resourceEvents, claimedEvent(message, scopeId, { claimed }), ...(await taskHooks.onClaimed(ctx, message, movedWithClaim, loaded)).events];
+  const events = [...resourceEvents, claimedEvent(message, scopeId, { claimed: claimedView(message.claimed) }), ...started.events];
   const delivery: AdmittedDeliveryView = { ...deliveryView(message, token), taskId: message.taskId };
   return { delivery, events };
 }

@@ -11,6 +11,7 @@ import { together } from '../store/together';
 import { isoFromMs, msFromIso } from '../time';
 import type { Budget, BudgetEntry, EntryKind, Reservation, ReservationState } from './model';
 import { assertConservation, reserveFunds, settleFunds, voidRemainder } from './rules';
+import { newReservation, reservedEvent } from './reservation';
 import { budgetView, entryView, reservationView } from './views';
 import { governingRun, refuseIfEnded } from '../runs/guard';
 
@@ -129,32 +130,17 @@ export async function reserve(ctx: OpContext, budgetId: string, body: ReserveBod
   refuseIfEnded(run, body.scopeId);
   // Refuses INSUFFICIENT_BUDGET on what was read; the guard of the write repeats the check.
   reserveFunds(read, parseMinor(body.amountMinor), ctx.nowMs);
-  const reservation: Reservation = {
-    id: ctx.random.uuid(),
+  const reservation = newReservation(ctx.random, ctx.nowMs, {
     spaceId: ctx.spaceId,
     budgetId,
     scopeId: body.scopeId,
     holder: body.holder,
     amountMinor: parseMinor(body.amountMinor),
-    settledMinor: 0n,
-    remainingMinor: parseMinor(body.amountMinor),
-    state: 'ACTIVE',
     settleBy: body.settleBy ? msFromIso(body.settleBy) : null,
-    overdueAt: null,
-    createdAt: ctx.nowMs,
-    updatedAt: ctx.nowMs,
-  };
+  });
   await ctx.tx.budgets.reserve(ctx.spaceId, budgetId, reservation.amountMinor, ctx.nowMs);
   await ctx.tx.reservations.insert(reservation);
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
-    {
-      type: eventTypes.budgetReserved,
-      aggregateType: 'budget',
-      aggregateId: budgetId,
-      scopeId: body.scopeId,
-      data: { reservationId: reservation.id, holder: body.holder, amountMinor: body.amountMinor, settleBy: body.settleBy ?? null },
-    },
-  ]);
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [reservedEvent(reservation)]);
   return reservationView(reservation);
 }
 

@@ -3,13 +3,13 @@ import { eachItem, type ItemOutcome } from '../batches/items';
 import type { OpContext } from '../context';
 import type { NewEvent } from '../events/model';
 import { leaseUntil, newToken } from '../messages/rules';
-import { claimedEvent, receivableMailbox, renew } from '../messages/service';
+import { claimedEvent, lockMessage, receivableMailbox, renewLocked } from '../messages/service';
 import { deliveryView } from '../messages/views';
 import type { CompleteBody, CompleteReply, DeliveryView, NackBody, NackReply, RecvBody, RenewBody, RenewReply } from '../schemas/messages';
 import { together } from '../store/together';
 import * as tasks from '../tasks/service';
 import { readyTopicsOf } from '../notifier';
-import { complete, nack } from './lifecycle';
+import { completeLocked, lockDelivery, nackLocked } from './lifecycle';
 import { PreloadedDeliveries } from './preload';
 
 /**
@@ -24,27 +24,27 @@ export type Addressed<T> = T & { messageId: string };
 /** complete-batch. Only an item publishing its result to a mailbox can fail after it wrote (that send's limits). */
 export async function completeMany(ctx: OpContext, items: readonly Addressed<CompleteBody>[]): Promise<ItemOutcome<CompleteReply>[]> {
   const preloaded = await PreloadedDeliveries.load(ctx, items.map((i) => i.messageId));
-  return eachItem(ctx, items, (item) => item.result?.mailboxId !== undefined, (item) => complete(ctx, item.messageId, item, preloaded.take(item.messageId)));
+  return eachItem(ctx, items, (item) => item.result?.mailboxId !== undefined, async (item) => completeLocked(ctx, preloaded.take(item.messageId) ?? (await lockDelivery(ctx, item.messageId)), item));
 }
 
 /** nack-batch. */
 export async function nackMany(ctx: OpContext, items: readonly Addressed<NackBody>[]): Promise<ItemOutcome<NackReply>[]> {
   const preloaded = await PreloadedDeliveries.load(ctx, items.map((i) => i.messageId));
-  return eachItem(ctx, items, () => false, (item) => nack(ctx, item.messageId, item, preloaded.take(item.messageId)));
+  return eachItem(ctx, items, () => false, async (item) => nackLocked(ctx, preloaded.take(item.messageId) ?? (await lockDelivery(ctx, item.messageId)), item));
 }
 
 /** renew-batch: a renew touches only its message, so no task is read. */
 export async function renewMany(ctx: OpContext, items: readonly Addressed<RenewBody>[]): Promise<ItemOutcome<RenewReply>[]> {
-  const preloaded = await PreloadedDeliveries.load(ctx, items.map((i) => i.messageId), false);
-  return eachItem(ctx, items, () => false, (item) => renew(ctx, item.messageId, item, preloaded.take(item.messageId)));
+  const preloaded = await PreloadedDeliveries.loadMessages(ctx, items.map((i) => i.messageId));
+  return eachItem(ctx, items, () => false, async (item) => renewLocked(ctx, preloaded.takeMessage(item.messageId) ?? (await lockMessage(ctx, item.messageId)), item));
 }
 
 /**
  * One recv-batch attempt: up to `maxMessages` of the oldest READY messages, in FIFO order (recv's
  * rule applied that many times), each with its own token; empty when none is free (the route
- * long-polls, on wakeTopics). Two round trips as recv: the claim rides with the mailbox read unless gate scopes
- * lie below the scope; a third only when task deliveries were claimed (their tasks are read
- * together, and moved by writes that ride with the commit).
+ * long-polls, on wakeTopics). Two round trips as recv: the claim, which moves the tasks of the
+ * task deliveries it takes (MessageRepository.claimMany), rides with the mailbox read unless
+ * gate scopes lie below the scope.
  */
 export async function recvMany(ctx: OpContext, mailboxId: string, body: RecvBody, maxMessages: number): Promise<{ deliveries: DeliveryView[]; wakeTopics: string[] }> {
   const tokens = Array.from({ length: maxMessages }, () => newToken(ctx.random));
@@ -62,19 +62,14 @@ export async function recvMany(ctx: OpContext, mailboxId: string, body: RecvBody
     receivableMailbox(ctx.tx, ctx.spaceId, mailboxId, body.holder, body.scopeId),
     ctx.tx.messages.claimMany({ ...request, unlessGated: true }),
   );
-  const messages = first.length > 0 || scopeIds.length === 1 ? first : await ctx.tx.messages.claimMany({ ...request, scopeIds });
-  const taskIds = messages.filter((m) => m.taskId !== null).map((m) => m.id);
-  const loaded = new Map((taskIds.length === 0 ? [] : await ctx.tx.tasks.getByDeliveries(ctx.spaceId, taskIds)).map((t) => [t.id, t]));
+  const claimed = first.length > 0 || scopeIds.length === 1 ? first : await ctx.tx.messages.claimMany({ ...request, scopeIds });
   const events: NewEvent[] = [];
   const views: DeliveryView[] = [];
-  for (const message of messages) {
+  for (const delivery of claimed) {
+    const { message } = delivery;
     const k = request.tokenHashes.indexOf(message.tokenHash!);
     assert(k >= 0, `claimed message ${message.id} carries no token of this batch`);
-    const task = message.taskId === null ? undefined : loaded.get(message.taskId);
-    events.push(
-      claimedEvent(message, body.scopeId),
-      ...(await tasks.onClaimed(ctx, message, undefined, task)).events,
-    );
+    events.push(claimedEvent(message, body.scopeId), ...tasks.startedByClaim(delivery).events);
     views.push(deliveryView(message, tokens[k]!.token));
   }
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, events);

@@ -4,10 +4,9 @@ import { conflict } from '../errors';
 import { eventTypes, type NewEvent } from '../events/model';
 import { releaseResources } from '../admission/claims';
 import * as groups from '../groups/service';
-import { checkLease, checkPayloadSize, claimedEvent, lockLease, messageEvent, readyEvent, receivableMailbox, send } from '../messages/service';
-import type { PreloadedDelivery } from './preload';
+import { checkLease, checkPayloadSize, claimedEvent, lockMessage, messageEvent, readyEvent, receivableMailbox, send } from '../messages/service';
 import { acked, cancelled, failedAttempt, leaseUntil, newToken } from '../messages/rules';
-import type { ClaimRequest, Message, MessageState } from '../messages/model';
+import type { ClaimedDelivery, ClaimRequest, LockedDelivery, Message, MessageState } from '../messages/model';
 import { deliveryView } from '../messages/views';
 import type { Random } from '../random';
 import type { CompleteBody, CompleteReply, DeliveryView, NackBody, NackReply, RecvBody } from '../schemas/messages';
@@ -72,14 +71,14 @@ const claimRequest = (ctx: OpContext, options: ClaimOptions, tokenHash: string):
   nowMs: ctx.nowMs,
 });
 
-/** A claimed message's events (its task's included): message.claimed names the request's scope as claimScopeId. */
-async function claimed(ctx: OpContext, options: ClaimOptions, token: string, message: Message | undefined): Promise<{ message: Message; token: string } | undefined> {
-  if (!message) return undefined;
-  const { events: taskEvents } = await tasks.onClaimed(ctx, message);
-  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
-    claimedEvent(message, options.scopeIds[0]!),
-    ...taskEvents,
-  ]);
+/**
+ * A claimed delivery's events, its task's included (the claim moved the task already):
+ * message.claimed names the request's scope as claimScopeId.
+ */
+async function claimed(ctx: OpContext, options: ClaimOptions, token: string, delivery: ClaimedDelivery | undefined): Promise<{ message: Message; token: string } | undefined> {
+  if (!delivery) return undefined;
+  const { message } = delivery;
+  await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [claimedEvent(message, options.scopeIds[0]!), ...tasks.startedByClaim(delivery).events]);
   return { message, token };
 }
 
@@ -97,20 +96,17 @@ export async function recv(ctx: OpContext, mailboxId: string, body: RecvBody): P
     receivableMailbox(ctx.tx, ctx.spaceId, mailboxId, body.holder, body.scopeId),
     ctx.tx.messages.claimNext({ ...claimRequest(ctx, options, tokenHash), unlessGated: true }),
   );
-  const message = first ?? (scopeIds.length > 1 ? await ctx.tx.messages.claimNext(claimRequest(ctx, { ...options, scopeIds }, tokenHash)) : undefined);
-  const got = await claimed(ctx, options, token, message);
+  const delivery = first ?? (scopeIds.length > 1 ? await ctx.tx.messages.claimNext(claimRequest(ctx, { ...options, scopeIds }, tokenHash)) : undefined);
+  const got = await claimed(ctx, options, token, delivery);
   return { delivery: got && deliveryView(got.message, got.token), wakeTopics: readyTopicsOf(mailboxId, scopeIds, ['plain', 'task']) };
 }
 
 /**
- * lockLease, and the delivery's task read right behind the lock (together: one round trip); or,
- * in a batch, the same checks on the delivery and task as the batch locked and read them
- * (deliveries/preload.ts).
+ * Locks the delivery and reads its task right behind the lock (together: one round trip): what
+ * a complete or nack starts from. NOT_FOUND when there is no such message.
  */
-async function lockDelivery(ctx: OpContext, messageId: string, token: string, preloaded?: PreloadedDelivery): Promise<{ message: Message; task: Task | undefined }> {
-  const [message, task] = preloaded
-    ? [checkLease(ctx, messageId, preloaded.message, token), preloaded.task]
-    : await together(lockLease(ctx, messageId, token), ctx.tx.tasks.getByDelivery(ctx.spaceId, messageId));
+export async function lockDelivery(ctx: OpContext, messageId: string): Promise<LockedDelivery> {
+  const [message, task] = await together(lockMessage(ctx, messageId), ctx.tx.tasks.getByDelivery(ctx.spaceId, messageId));
   assert((task === undefined) === (message.taskId === null), `message ${messageId}: its task ${message.taskId} is not the task read with it`);
   return { message, task };
 }
@@ -119,15 +115,20 @@ async function lockDelivery(ctx: OpContext, messageId: string, token: string, pr
  * ACKED, with the optional result recorded on the message in the same transaction; a result
  * naming mailboxId and scopeId is also sent there (as a send: backlogLimit and workKey apply).
  */
-export async function complete(ctx: OpContext, messageId: string, body: CompleteBody, preloaded?: PreloadedDelivery): Promise<CompleteReply> {
+export async function complete(ctx: OpContext, messageId: string, body: CompleteBody): Promise<CompleteReply> {
+  return completeLocked(ctx, await lockDelivery(ctx, messageId), body);
+}
+
+/** complete on `locked`, the delivery and task as this transaction locked and read them (lockDelivery, or a complete-batch's preload). */
+export async function completeLocked(ctx: OpContext, locked: LockedDelivery, body: CompleteBody): Promise<CompleteReply> {
   if (body.result?.payload !== undefined) checkPayloadSize('result.payload', body.result.payload, ctx.limits.maxPayloadBytes);
-  const { message, task } = await lockDelivery(ctx, messageId, body.token, preloaded);
+  const message = checkLease(ctx, locked.message, body.token);
   const result = body.result ?? null;
   const next = acked(message, result, ctx.nowMs);
   await ctx.tx.messages.update(next);
   // Pool units and the work-limit slot go back; an admission's reservations stay for the worker to settle.
   const released = await releaseResources(ctx, message, 'left-to-settle', 'ACKED');
-  const taskEvents = await withMemberEnd(ctx, await tasks.onAcked(ctx, next, result?.payload, task));
+  const taskEvents = await withMemberEnd(ctx, await tasks.onAcked(ctx, { message: next, task: locked.task }, result?.payload));
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [
     ...released,
     messageEvent(next, eventTypes.messageAcked, { holder: message.holder, resultMailboxId: result?.mailboxId ?? null }),
@@ -142,16 +143,20 @@ export async function complete(ctx: OpContext, messageId: string, body: Complete
 }
 
 /** Gives the message back: READY when retry is asked and attempts remain, else DEAD. */
-export async function nack(ctx: OpContext, messageId: string, body: NackBody, preloaded?: PreloadedDelivery): Promise<NackReply> {
-  const { message, task } = await lockDelivery(ctx, messageId, body.token, preloaded);
+export async function nack(ctx: OpContext, messageId: string, body: NackBody): Promise<NackReply> {
+  return nackLocked(ctx, await lockDelivery(ctx, messageId), body);
+}
+
+/** nack on `locked`, the delivery and task as this transaction locked and read them (lockDelivery, or a nack-batch's preload). */
+export async function nackLocked(ctx: OpContext, locked: LockedDelivery, body: NackBody): Promise<NackReply> {
+  const message = checkLease(ctx, locked.message, body.token);
   const next = await failAttempt(
     ctx,
-    message,
+    { message, task: locked.task },
     body.retry,
     body.retry ? 'ATTEMPTS_EXHAUSTED' : 'NACKED',
     'NACKED',
     (state) => (state === 'READY' ? readyEvent : messageEvent)(message, eventTypes.messageNacked, { holder: message.holder, retry: body.retry, state }),
-    task,
   );
   return { state: next.state };
 }
@@ -166,14 +171,17 @@ const deadEvent = (m: Message, reason: 'NACKED' | 'ATTEMPTS_EXHAUSTED'): NewEven
  */
 export async function expireLeases(tx: Tx, nowMs: number, limit: number, random: Random): Promise<number> {
   const expired = await tx.messages.claimExpired(nowMs, limit);
-  for (const claimed of expired) {
-    // A member's end may decide its group and cancel other members' deliveries, perhaps ones
-    // in this batch: a task delivery is read again (it is locked already) before it expires.
-    const message = claimed.taskId === null ? claimed : await tx.messages.get(claimed.spaceId, claimed.id);
-    assert(message !== undefined, `expired message ${claimed.id} vanished`);
+  // A member's end may decide its group and cancel other members' deliveries, perhaps ones in
+  // this batch: from the first group member on, each task delivery is read again (it is locked
+  // already) before it expires. Nothing else one expiry does touches another delivery or task.
+  let stale = false;
+  for (const found of expired) {
+    const ctx: OpContext = { tx, spaceId: found.message.spaceId, nowMs, random, limits: defaultSpaceLimits };
+    const locked = stale && found.message.taskId !== null ? await lockDelivery(ctx, found.message.id) : found;
+    if (locked.task?.groupId != null) stale = true;
+    const { message } = locked;
     if (message.state !== 'CLAIMED') continue;
-    const ctx: OpContext = { tx, spaceId: message.spaceId, nowMs, random, limits: defaultSpaceLimits };
-    await failAttempt(ctx, message, true, 'ATTEMPTS_EXHAUSTED', 'LEASE_EXPIRED', (state) =>
+    await failAttempt(ctx, locked, true, 'ATTEMPTS_EXHAUSTED', 'LEASE_EXPIRED', (state) =>
       (state === 'READY' ? readyEvent : messageEvent)(message, eventTypes.messageLeaseExpired, { holder: message.holder, holderSession: message.holderSession, state }),
     );
   }
@@ -188,15 +196,15 @@ export async function expireLeases(tx: Tx, nowMs: number, limit: number, random:
  */
 async function failAttempt(
   ctx: OpContext,
-  message: Message,
+  locked: LockedDelivery,
   retry: boolean,
   deadReason: 'NACKED' | 'ATTEMPTS_EXHAUSTED',
   releaseReason: string,
   causeEvent: (state: MessageState) => NewEvent,
-  task?: Task,
 ): Promise<Message> {
+  const { message } = locked;
   const failed = failedAttempt(message, retry, ctx.nowMs);
-  const taskMove = await tasks.onFailedAttempt(ctx, failed, deadReason, task);
+  const taskMove = await tasks.onFailedAttempt(ctx, { message: failed, task: locked.task }, deadReason);
   const taskEvents = await withMemberEnd(ctx, taskMove);
   const orphaned = failed.state === 'READY' && message.taskId !== null && taskMove.moved === undefined;
   const next = orphaned ? cancelled(failed, ctx.nowMs) : failed;

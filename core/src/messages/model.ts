@@ -112,11 +112,33 @@ export interface CandidatesRequest extends BatchClaimRequest {
 }
 
 /**
- * What claimCandidate found: a delivery claimed at once, with its task moved to RUNNING in the
- * same step (undefined when the task had ended: it stays as it is), or one with requirements,
- * locked and still READY.
+ * A delivery this transaction holds the row lock of, with its task as read under that lock
+ * (undefined: a plain message). Every writer of a task's state takes its delivery's lock first
+ * (docs/lock-order.md), so the task stays as read until commit: every path that moves a task
+ * with its delivery (a complete, a nack, a lease expiry, an admission with resources) starts
+ * from one.
  */
-export type Candidate = { message: Message; claimed: true; task: Task | undefined } | { message: Message; claimed: false };
+export interface LockedDelivery {
+  message: Message;
+  task: Task | undefined;
+}
+
+/**
+ * A delivery a claim took (claimNext, claimMany, claimCandidate, claimCandidates): CLAIMED, with
+ * its task moved to RUNNING by the same store operation (attempts: the claim's attempt,
+ * updatedAt: the claim's nowMs). `task` is undefined for a plain message, and when the task had
+ * ended: it stays as it is (tasks/rules.ts movedWithDelivery is the rule).
+ */
+export interface ClaimedDelivery {
+  message: Message;
+  task: Task | undefined;
+}
+
+/**
+ * What claimCandidate found: a delivery claimed at once, its task moved with it, or one with
+ * requirements, locked and still READY.
+ */
+export type Candidate = (ClaimedDelivery & { claimed: true }) | { message: Message; claimed: false };
 
 /** READY plus CLAIMED messages of a mailbox and of its space, each counted up to a cap. */
 export interface LiveCounts {

@@ -1,4 +1,4 @@
-import type { BatchClaimRequest, Candidate, CandidateRequest, CandidatesRequest, ClaimRequest, LiveCounts, Mailbox, MailboxCensus, Message, MessageListPosition, MessageState, NewMessage, SendTarget } from './model';
+import type { BatchClaimRequest, Candidate, CandidateRequest, CandidatesRequest, ClaimedDelivery, ClaimRequest, LiveCounts, LockedDelivery, Mailbox, MailboxCensus, Message, MessageListPosition, MessageState, NewMessage, SendTarget } from './model';
 import type { LockOptions } from '../store/lock-options';
 import type { SpaceCutoff } from '../store/retention-repository';
 
@@ -24,9 +24,16 @@ export interface MailboxRepository {
 }
 
 /**
- * Messages of mailboxes. `claimNext` is the hot path of recv (and of admission, which will
- * claim a task's delivery with it): one atomic step that picks the oldest READY message of a
- * mailbox and scope and claims it, passing over rows another transaction is claiming.
+ * Messages of mailboxes. `claimNext` is the hot path of recv: one atomic step that picks the
+ * oldest READY message of a mailbox and scope and claims it, passing over rows another
+ * transaction is claiming.
+ *
+ * A task moves with its delivery. Where the store moves the delivery itself (every claim), the
+ * same operation moves its task, by the rule of tasks/rules.ts movedWithDelivery (a PENDING or
+ * RUNNING task to RUNNING, an ended one left as it is), and answers it (ClaimedDelivery); where
+ * core moves the delivery (a complete, a nack, a lease expiry), the store answers the delivery
+ * locked with its task read under the lock (LockedDelivery) and core moves both. Lock order:
+ * the message, then its task (docs/lock-order.md).
  */
 export interface MessageRepository {
   /**
@@ -52,26 +59,27 @@ export interface MessageRepository {
    */
   countLive(spaceId: string, mailboxId: string, caps: LiveCounts): Promise<LiveCounts>;
   /**
-   * Claims the oldest (lowest seq) READY message of the mailbox whose scopeId is `scopeId`:
-   * CLAIMED, attempt + 1, the token hash, holder, session and lease written; the claimed row,
-   * or undefined when none is free. One statement in SQL (FOR UPDATE SKIP LOCKED): concurrent
-   * claims never take one message twice and never wait on each other.
+   * Claims the oldest (lowest seq) READY message of the mailbox in `scopeIds`: CLAIMED, attempt
+   * + 1, the token hash, holder, session and lease written; a task delivery's task moved to
+   * RUNNING with it (ClaimedDelivery). Undefined when none is free. One statement in SQL (FOR
+   * UPDATE SKIP LOCKED): concurrent claims never take one message twice and never wait on each
+   * other.
    */
-  claimNext(request: ClaimRequest): Promise<Message | undefined>;
+  claimNext(request: ClaimRequest): Promise<ClaimedDelivery | undefined>;
   /**
    * Admission's step: the oldest READY task delivery (taskId set) of the mailbox and scope after
-   * `afterSeq`. A delivery without requirements is claimed at once, as claimNext would, and its
-   * task moved as TaskRepository.moveLive moves it to RUNNING (attempts: the claim's attempt,
-   * updatedAt: nowMs), the moved task answered with it (claimed: true); one with requirements is
-   * only locked and returned READY (claimed: false), for admission to try its resources and then
-   * claim it with update. One statement in SQL: lock order message, then task.
+   * `afterSeq`. A delivery without requirements is claimed at once, its task with it, as
+   * claimNext claims (claimed: true); one with requirements is only locked and returned READY
+   * (claimed: false), for admission to try its resources and then claim it with update. One
+   * statement in SQL.
    */
   claimCandidate(request: CandidateRequest): Promise<Candidate | undefined>;
   /**
    * claimNext for up to `tokenHashes.length` messages at once (recv-batch): the oldest READY ones
-   * of the mailbox and scopes, in seq order, each with its own token hash. One statement in SQL.
+   * of the mailbox and scopes, in seq order, each with its own token hash and its task moved
+   * with it. One statement in SQL.
    */
-  claimMany(request: BatchClaimRequest): Promise<Message[]>;
+  claimMany(request: BatchClaimRequest): Promise<ClaimedDelivery[]>;
   /**
    * claimCandidate for up to `tokenHashes.length` task deliveries at once (admit-batch): the
    * oldest READY ones after `afterSeq`, in seq order; each without requirements is claimed (with
@@ -82,9 +90,11 @@ export interface MessageRepository {
   claimCandidates(request: CandidatesRequest): Promise<Candidate[]>;
   /**
    * CLAIMED messages of any space whose lease ran out at or before `nowMs`, locked for this
-   * transaction, earliest expiry first. Rows another server (or a complete) holds are skipped.
+   * transaction, earliest expiry first, each with its task read under that lock
+   * (LockedDelivery): the lease-expiry sweep moves both. Messages another server (or a complete)
+   * holds are skipped. One statement in SQL.
    */
-  claimExpired(nowMs: number, limit: number): Promise<Message[]>;
+  claimExpired(nowMs: number, limit: number): Promise<LockedDelivery[]>;
   /**
    * The metrics census (server/src/metrics/census-sampler.ts): the mailboxes of any space with
    * the most live (READY plus CLAIMED) messages, then the most DEAD ones, at most `limit`, each

@@ -301,17 +301,18 @@ function sameSend(prior: Message, body: SendRequest): NewMessage {
 // ---------------------------------------------------------------------------------------------
 // Leases
 
-/** Locks the message and checks that `token` is its live claim: LEASE_LOST otherwise. */
-export async function lockLease(ctx: OpContext, messageId: string, token: string): Promise<Message> {
-  return checkLease(ctx, messageId, await ctx.tx.messages.get(ctx.spaceId, messageId, { forUpdate: true }), token);
+/** Locks the message for this transaction: NOT_FOUND when there is none of that id. */
+export async function lockMessage(ctx: OpContext, messageId: string): Promise<Message> {
+  const message = await ctx.tx.messages.get(ctx.spaceId, messageId, { forUpdate: true });
+  if (!message) throw notFound('message');
+  return message;
 }
 
-/** lockLease's check on `message` (undefined: none of that id), read under its row lock. */
-export function checkLease(ctx: OpContext, messageId: string, message: Message | undefined, token: string): Message {
-  if (!message) throw notFound('message');
+/** Checks that `token` is the live claim of `message`, read under its row lock: LEASE_LOST otherwise. */
+export function checkLease(ctx: OpContext, message: Message, token: string): Message {
   if (!holdsLease(message, token, ctx.nowMs)) {
     const why = message.state === 'CLAIMED' ? 'the lease expired or the message was claimed again' : `the message is ${message.state}`;
-    throw new BatonError('LEASE_LOST', `this token is not the live claim of message ${messageId}: ${why}`);
+    throw new BatonError('LEASE_LOST', `this token is not the live claim of message ${message.id}: ${why}`);
   }
   return message;
 }
@@ -320,10 +321,18 @@ export function checkLease(ctx: OpContext, messageId: string, message: Message |
  * Extends the lease to now + leaseSeconds. Emits message.lease_renewed: leaseExpiresAt is
  * visible in the message list, and docs/design/0013-events-and-watch.md wants an event for every observable change;
  * the price is that a recv long-polling the mailbox wakes, finds nothing and waits again.
- * `preloaded` is the message as a renew-batch locked it (deliveries/preload.ts).
  */
-export async function renew(ctx: OpContext, messageId: string, body: RenewBody, preloaded?: { message: Message | undefined }): Promise<RenewReply> {
-  const message = preloaded ? checkLease(ctx, messageId, preloaded.message, body.token) : await lockLease(ctx, messageId, body.token);
+export async function renew(ctx: OpContext, messageId: string, body: RenewBody): Promise<RenewReply> {
+  return renewLocked(ctx, await lockMessage(ctx, messageId), body);
+}
+
+/**
+ * renew on `locked`, the message as this transaction locked it (lockMessage, or a renew-batch's
+ * lock of all its messages at once: deliveries/preload.ts). A renew touches only its message:
+ * no task moves, so none is read.
+ */
+export async function renewLocked(ctx: OpContext, locked: Message, body: RenewBody): Promise<RenewReply> {
+  const message = checkLease(ctx, locked, body.token);
   const next = renewed(message, leaseUntil(body.leaseSeconds, ctx.nowMs, ctx.limits.maxLeaseSeconds), ctx.nowMs);
   await ctx.tx.messages.update(next);
   await ctx.tx.events.append(ctx.spaceId, ctx.nowMs, [messageEvent(next, eventTypes.messageLeaseRenewed, { leaseExpiresAt: isoFromMs(next.leaseExpiresAt!) })]);

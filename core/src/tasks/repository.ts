@@ -1,5 +1,5 @@
 import type { JournalEvent } from '../events/model';
-import type { Task, TaskListPosition, TaskMove, TaskState, TaskSubscriber } from './model';
+import type { Task, TaskListPosition, TaskState, TaskSubscriber } from './model';
 import type { LockOptions } from '../store/lock-options';
 import type { SpaceCutoff } from '../store/retention-repository';
 
@@ -25,13 +25,6 @@ export interface TaskRepository {
   /** getByDelivery for several deliveries in one statement: the tasks whose delivery is one of `messageIds`. */
   getByDeliveries(spaceId: string, messageIds: readonly string[]): Promise<Task[]>;
   update(task: Task): Promise<void>;
-  /**
-   * Moves a PENDING or RUNNING task as its delivery moves (claim, complete, failed attempt): the
-   * moved task, or undefined, writing nothing, when it is already terminal. One statement in SQL
-   * (a conditional UPDATE): the caller holds the delivery's row lock, which every writer of a
-   * task's state takes first, so no lock needs to be read before.
-   */
-  moveLive(spaceId: string, id: string, move: TaskMove): Promise<Task | undefined>;
   /** Tasks in (createdAt, id) order after `after` (exclusive), optionally of one scope and in any of `states`. */
   list(spaceId: string, scopeId: string | null, states: readonly TaskState[] | null, after: TaskListPosition | null, limit: number): Promise<Task[]>;
   /**

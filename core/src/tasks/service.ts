@@ -1,11 +1,11 @@
 import { assert } from '../assert';
 import type { OpContext } from '../context';
-import { BatonError, conflict, notFound, validationFailed } from '../errors';
+import { BatonError, notFound, validationFailed } from '../errors';
 import { eventView } from '../events/journal';
 import { eventTypes, type NewEvent } from '../events/model';
 import { cancelled } from '../messages/rules';
 import { releaseResources } from '../admission/claims';
-import type { Message, SendTarget } from '../messages/model';
+import type { ClaimedDelivery, LockedDelivery, Message, SendTarget } from '../messages/model';
 import { groupDecidedReason } from '../groups/model';
 import { insertSend, prepareSend } from '../messages/service';
 import { messageView } from '../messages/views';
@@ -15,7 +15,7 @@ import type { Tx } from '../store/store';
 import { together } from '../store/together';
 import { isoFromMs, msFromIso } from '../time';
 import { isTerminalTask, type Task, type TaskListPosition, type TaskMove, type TaskRequirements, type TaskState } from './model';
-import { assertTask, taskFingerprint } from './rules';
+import { assertTask, claimMove, movedWithDelivery, taskFingerprint } from './rules';
 import { taskView } from './views';
 import { claimedView } from '../admission/views';
 import { hasRequirements, type DeliveryRequirements } from '../admission/model';
@@ -287,12 +287,64 @@ export async function debugView(tx: Tx, spaceId: string, id: string): Promise<Ta
 // ---------------------------------------------------------------------------------------------
 // Hooks of the delivery lifecycle: each runs in the transaction that moved the delivery, under the
 // delivery's row lock (lock order: message, then task), and returns the moved task with its event
-// for the caller to append with its own in one statement. A terminal task stays as it is (no event).
+// for the caller to append with its own in one statement. Every one starts from the delivery with
+// its task as read under that lock (LockedDelivery), or as the claim's own store operation moved
+// it (ClaimedDelivery); tasks/rules.ts movedWithDelivery is the rule either way.
 
 /** A task moved with its delivery, and its event; none when the delivery has no task or the task had ended. */
 export interface TaskMoved {
   moved: Task | undefined;
   events: NewEvent[];
+}
+
+/** The event of a task moved with delivery `m`; none when it had ended and stayed as it was. */
+const movedWith = (m: Message, moved: Task | undefined, type: string, data: Record<string, unknown>): TaskMoved => ({
+  moved,
+  events: moved ? [taskEvent(moved, type, { messageId: m.id, attempt: m.attempt, ...data })] : [],
+});
+
+/**
+ * Moves the task of `delivered.message` (the delivery as it moved), read under the delivery's
+ * lock, by movedWithDelivery; the write rides with the commit.
+ */
+async function moveWithDelivery(ctx: OpContext, delivered: LockedDelivery, move: TaskMove, type: string, data: Record<string, unknown>): Promise<TaskMoved> {
+  const { message: m, task } = delivered;
+  if (m.taskId === null) {
+    assert(task === undefined, `plain message ${m.id} carries task ${task?.id}`);
+    return { moved: undefined, events: [] };
+  }
+  assert(task !== undefined && task.id === m.taskId, `task ${task?.id} read for delivery ${m.id} of task ${m.taskId}`);
+  const moved = movedWithDelivery(task, move);
+  if (moved) await ctx.tx.tasks.update(moved);
+  return movedWith(m, moved, type, data);
+}
+
+/** What task.running says of the claim: who holds the delivery until when, and what an admission claimed with it. */
+const runningData = (m: Message): Record<string, unknown> => ({
+  holder: m.holder,
+  holderSession: m.holderSession,
+  leaseExpiresAt: m.leaseExpiresAt === null ? null : isoFromMs(m.leaseExpiresAt),
+  claimed: m.claimed === null ? null : claimedView(m.claimed),
+});
+
+/**
+ * A claim whose store operation moved the task already (MessageRepository.claimNext, claimMany,
+ * claimCandidate, claimCandidates): its task.running event, nothing written.
+ */
+export function startedByClaim(claimed: ClaimedDelivery): TaskMoved {
+  const { message: m, task } = claimed;
+  assert(task === undefined || (task.id === m.taskId && task.state === 'RUNNING' && task.attempts === m.attempt), `task moved with claim of ${m.id} is ${task?.state}`);
+  return movedWith(m, task, eventTypes.taskRunning, runningData(m));
+}
+
+/**
+ * A claim core made itself, under the delivery's lock (an admission that claimed resources
+ * first, admission/service.ts): the task, read under that lock, to RUNNING.
+ */
+export async function startClaimed(ctx: OpContext, claimed: LockedDelivery): Promise<TaskMoved> {
+  const m = claimed.message;
+  assert(m.state === 'CLAIMED', `start of a task whose delivery ${m.id} is ${m.state}`);
+  return moveWithDelivery(ctx, claimed, claimMove(m.attempt, ctx.nowMs), eventTypes.taskRunning, runningData(m));
 }
 
 const moveOf = (m: Message, state: TaskState, nowMs: number, outcome: unknown = null, failureReason: string | null = null): TaskMove => ({
@@ -303,65 +355,19 @@ const moveOf = (m: Message, state: TaskState, nowMs: number, outcome: unknown = 
   updatedAt: nowMs,
 });
 
-/**
- * Moves the task of delivery `m` as the delivery moved. `loaded` is the task when the caller read
- * it already (lockDelivery, under the delivery's lock): then core decides and the write rides
- * with the commit; else one conditional UPDATE (moveLive) decides and answers the task.
- */
-async function moveTask(ctx: OpContext, m: Message, move: TaskMove, type: string, data: Record<string, unknown>, loaded?: Task): Promise<TaskMoved> {
-  if (m.taskId === null) return { moved: undefined, events: [] };
-  const moved = loaded === undefined ? await ctx.tx.tasks.moveLive(m.spaceId, m.taskId, move) : await moveLoaded(ctx, loaded, m, move);
-  return movedWith(m, moved, type, data);
-}
-
-/** The event of a task moved with delivery `m`; none when it had ended and stayed as it was. */
-const movedWith = (m: Message, moved: Task | undefined, type: string, data: Record<string, unknown>): TaskMoved => ({
-  moved,
-  events: moved ? [taskEvent(moved, type, { messageId: m.id, attempt: m.attempt, ...data })] : [],
-});
-
-/** moveLive's rule over a task read under its delivery's lock: a terminal task stays as it is. */
-async function moveLoaded(ctx: OpContext, task: Task, m: Message, move: TaskMove): Promise<Task | undefined> {
-  assert(task.id === m.taskId, `task ${task.id} loaded for delivery ${m.id} of task ${m.taskId}`);
-  if (isTerminalTask(task.state)) return undefined;
-  const next: Task = { ...task, ...move };
-  assertTask(next);
-  await ctx.tx.tasks.update(next);
-  return next;
+/** A complete of the delivery (`acked.message` as ACKED): SUCCEEDED with the result payload as outcome. */
+export async function onAcked(ctx: OpContext, acked: LockedDelivery, outcome: unknown): Promise<TaskMoved> {
+  return moveWithDelivery(ctx, acked, moveOf(acked.message, 'SUCCEEDED', ctx.nowMs, outcome ?? null), eventTypes.taskSucceeded, {});
 }
 
 /**
- * A claim of the delivery: RUNNING. `movedWithClaim` is the task when the claim's own statement
- * moved it already (MessageRepository.claimCandidate); then only its event is made here.
- * `loaded` is the task when the caller read it under the delivery's lock (an admission reads it
- * with the resources it claims), so the move is a write that rides with the commit.
+ * A failed attempt (nack or lease expiry), `failed.message` being the message after it: READY
+ * again makes the task PENDING (task.requeued); DEAD makes it FAILED with `reason`.
  */
-export async function onClaimed(ctx: OpContext, m: Message, movedWithClaim?: { task: Task | undefined }, loaded?: Task): Promise<TaskMoved> {
-  const data = {
-    holder: m.holder,
-    holderSession: m.holderSession,
-    leaseExpiresAt: m.leaseExpiresAt === null ? null : isoFromMs(m.leaseExpiresAt),
-    claimed: m.claimed === null ? null : claimedView(m.claimed),
-  };
-  if (movedWithClaim === undefined) return moveTask(ctx, m, moveOf(m, 'RUNNING', ctx.nowMs), eventTypes.taskRunning, data, loaded);
-  const { task } = movedWithClaim;
-  assert(task === undefined || (task.id === m.taskId && task.state === 'RUNNING' && task.attempts === m.attempt), `task moved with claim of ${m.id} is ${task?.state}`);
-  return movedWith(m, task, eventTypes.taskRunning, data);
-}
-
-/** A complete of the delivery: SUCCEEDED with the result payload as outcome. */
-export async function onAcked(ctx: OpContext, m: Message, outcome: unknown, task?: Task): Promise<TaskMoved> {
-  return moveTask(ctx, m, moveOf(m, 'SUCCEEDED', ctx.nowMs, outcome ?? null), eventTypes.taskSucceeded, {}, task);
-}
-
-/**
- * A failed attempt (nack or lease expiry), `m` being the message after it: READY again makes the
- * task PENDING (task.requeued); DEAD makes it FAILED with `reason`.
- */
-export async function onFailedAttempt(ctx: OpContext, m: Message, reason: string, task?: Task): Promise<TaskMoved> {
-  const failed = m.state === 'DEAD';
-  const move = failed ? moveOf(m, 'FAILED', ctx.nowMs, null, reason) : moveOf(m, 'PENDING', ctx.nowMs);
-  return moveTask(ctx, m, move, failed ? eventTypes.taskFailed : eventTypes.taskRequeued, { reason }, task);
+export async function onFailedAttempt(ctx: OpContext, failed: LockedDelivery, reason: string): Promise<TaskMoved> {
+  const dead = failed.message.state === 'DEAD';
+  const move = dead ? moveOf(failed.message, 'FAILED', ctx.nowMs, null, reason) : moveOf(failed.message, 'PENDING', ctx.nowMs);
+  return moveWithDelivery(ctx, failed, move, dead ? eventTypes.taskFailed : eventTypes.taskRequeued, { reason });
 }
 
 /**

@@ -136,7 +136,7 @@ export class MemoryStore implements Store {
     );
     const { taskGroups, scopeSubtree, gateParentOf } = memoryGroups(this.log, tasks);
     const { runs, activeBySpace } = memoryRuns(this.log, gateParentOf);
-    const { liveBySpace, ...messageRepositories } = memoryMessages(this.log, scopeSubtree, (spaceId, id, move) => tasks.moveLive(spaceId, id, move));
+    const { liveBySpace, ...messageRepositories } = memoryMessages(this.log, scopeSubtree, tasks);
     const claims = memoryClaims(this.log);
     const loadOf = async (orgIds: readonly string[], nowMs: number): Promise<Map<string, OrgLoad>> => {
       const loads = new Map<string, OrgLoad>();

@@ -1,8 +1,9 @@
 import { assert } from '../../assert';
-import { finishedMessageStates, type Candidate, type ClaimRequest, type LiveCounts, type Mailbox, type MailboxCensus, type Message } from '../../messages/model';
+import { finishedMessageStates, type Candidate, type ClaimedDelivery, type ClaimRequest, type LiveCounts, type LockedDelivery, type Mailbox, type MailboxCensus, type Message } from '../../messages/model';
 import { assertMessage, claim } from '../../messages/rules';
 import type { MailboxRepository, MessageRepository } from '../../messages/repository';
 import type { TaskRepository } from '../../tasks/repository';
+import { claimMove, movedWithDelivery } from '../../tasks/rules';
 import type { LockOptions } from '../repositories';
 import { MemoryTable } from './table';
 
@@ -23,7 +24,8 @@ export interface LiveMessages {
 export function memoryMessages(
   undoLog: () => (() => void)[] | undefined,
   scopeSubtree: (spaceId: string, scopeId: string) => string[],
-  moveTask: TaskRepository['moveLive'],
+  /** The tasks table: a claim moves a task delivery's task with it, a lease expiry reads it. */
+  tasks: Pick<TaskRepository, 'get' | 'update'>,
 ): { mailboxes: MailboxRepository; messages: MessageRepository; liveBySpace: () => Map<string, LiveMessages> } {
   const mailboxes = new MemoryTable<Mailbox>(undoLog);
   const messages = new MemoryTable<Message>(undoLog);
@@ -78,6 +80,21 @@ export function memoryMessages(
     }
     return bySpace;
   };
+  /** A claim's write: the message claimed, and its task moved with it by the rule of tasks/rules.ts (an ended task stays as it is). */
+  const claimWith = async (m: Message, c: ClaimRequest): Promise<ClaimedDelivery> => {
+    const message = write(claim(m, c));
+    if (message.taskId === null) return { message, task: undefined };
+    const task = await tasks.get(message.spaceId, message.taskId);
+    assert(task !== undefined, `delivery ${message.id} of missing task ${message.taskId}`);
+    const moved = movedWithDelivery(task, claimMove(message.attempt, c.nowMs));
+    if (moved) await tasks.update(moved);
+    return { message, task: moved };
+  };
+  /** A lease expiry's find: the delivery (locked: transactions run one at a time) with its task. */
+  const withTask = async (message: Message): Promise<LockedDelivery> => ({
+    message,
+    task: message.taskId === null ? undefined : await tasks.get(message.spaceId, message.taskId),
+  });
   /** An unlessGated claim finds nothing when a gate scope lies below its scope. */
   const gated = (c: Pick<ClaimRequest, 'spaceId' | 'scopeIds' | 'unlessGated'>): boolean => {
     if (c.unlessGated !== true) return false;
@@ -137,21 +154,21 @@ export function memoryMessages(
       claimNext: async (c) => {
         if (gated(c)) return undefined;
         const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && m.state === 'READY');
-        return oldest && write(claim(oldest, c));
+        return oldest && claimWith(oldest, c);
       },
       claimCandidate: async (c) => {
         if (gated(c)) return undefined;
         const [oldest] = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && m.taskId !== null && m.state === 'READY' && m.seq > c.afterSeq);
         if (!oldest) return undefined;
         if (oldest.requirements !== null) return { message: oldest, claimed: false };
-        const claimed = write(claim(oldest, c));
-        const task = await moveTask(c.spaceId, claimed.taskId!, { state: 'RUNNING', attempts: claimed.attempt, outcome: null, failureReason: null, updatedAt: c.nowMs });
-        return { message: claimed, claimed: true, task };
+        return { ...(await claimWith(oldest, c)), claimed: true };
       },
       claimMany: async (c) => {
         if (gated(c)) return [];
         const ready = select((m) => m.spaceId === c.spaceId && m.mailboxId === c.mailboxId && c.scopeIds.includes(m.scopeId) && m.state === 'READY');
-        return ready.slice(0, c.tokenHashes.length).map((m, k) => write(claim(m, { ...c, tokenHash: c.tokenHashes[k]! })));
+        const claimed: ClaimedDelivery[] = [];
+        for (const [k, m] of ready.slice(0, c.tokenHashes.length).entries()) claimed.push(await claimWith(m, { ...c, tokenHash: c.tokenHashes[k]! }));
+        return claimed;
       },
       claimCandidates: async (c) => {
         if (gated(c)) return [];
@@ -162,18 +179,19 @@ export function memoryMessages(
             found.push({ message: m, claimed: false });
             continue;
           }
-          const claimed = write(claim(m, { ...c, tokenHash: c.tokenHashes[k]! }));
-          const task = await moveTask(c.spaceId, claimed.taskId!, { state: 'RUNNING', attempts: claimed.attempt, outcome: null, failureReason: null, updatedAt: c.nowMs });
-          found.push({ message: claimed, claimed: true, task });
+          found.push({ ...(await claimWith(m, { ...c, tokenHash: c.tokenHashes[k]! })), claimed: true });
         }
         return found;
       },
-      claimExpired: async (nowMs, limit) =>
-        [...messages.scan()]
+      claimExpired: async (nowMs, limit) => {
+        const expired = [...messages.scan()]
           .filter((m) => m.state === 'CLAIMED' && m.leaseExpiresAt! <= nowMs)
           .sort((a, b) => a.leaseExpiresAt! - b.leaseExpiresAt! || a.seq - b.seq)
-          .slice(0, limit)
-          .map((m) => structuredClone(m)),
+          .slice(0, limit);
+        const found: LockedDelivery[] = [];
+        for (const m of expired) found.push(await withTask(structuredClone(m)));
+        return found;
+      },
       census: async (limit) => census(limit),
       purgeFinished: async (cutoffs, limit) => {
         const cutoffOf = new Map(cutoffs.map((c) => [c.spaceId, c.cutoffMs]));

@@ -55,14 +55,6 @@ export function memoryTasks(
         }
         return found;
       },
-      moveLive: async (spaceId, id, move) => {
-        const task = tasks.get(key(spaceId, id));
-        if (!task || isTerminalTask(task.state)) return undefined;
-        const next: Task = { ...task, ...move };
-        assertTask(next);
-        tasks.set(key(spaceId, id), next);
-        return structuredClone(next);
-      },
       list: async (spaceId, scopeId, states, after, limit) =>
         select(
           (t) =>

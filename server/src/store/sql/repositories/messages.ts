@@ -1,4 +1,4 @@
-import { assert, assertMailbox, assertMessage, type Candidate, type ClaimRequest, type Mailbox, type MailboxRepository, type Message, type MessageRepository, type NewMessage } from '@baton/core';
+import { assert, assertMailbox, assertMessage, type Candidate, type ClaimedDelivery, type ClaimRequest, type LockedDelivery, type Mailbox, type MailboxRepository, type Message, type MessageRepository, type NewMessage } from '@baton/core';
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toInt, toMs, toMsOrNull, toText, toTextArray, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
@@ -8,34 +8,52 @@ import { taskColumns, toTask } from './tasks';
 
 type Row = Record<string, unknown>;
 
-/** claimCandidate's moved task, its columns prefixed t_ beside the message's. */
+/** A claim's moved task, its columns prefixed t_ beside the message's. */
 const noMovedColumns = taskColumns.split(', ').map((col) => `NULL AS t_${col}`).join(', ');
+const prefixedTaskColumns = (alias: string): string => taskColumns.split(', ').map((col) => `${alias}.${col} AS t_${col}`).join(', ');
 const movedTask = (row: Row): Row => Object.fromEntries(taskColumns.split(', ').map((col) => [col, row[`t_${col}`]]));
 
 /**
- * The `moved` step of a candidate claim: the tasks of the `taken` rows to RUNNING as moveLive
- * moves them (attempts: the claim's attempt, updatedAt: $8), an ended task left as it is. Each
- * moved task comes back with its claimed message's columns, so no step joins `moved` back to
- * `taken`: that join of two CTEs, whose sizes the planner cannot know, was planned as a nested
+ * The `moved` step of every claim statement: the tasks of the `taken` rows to RUNNING by the rule
+ * of tasks/rules.ts movedWithDelivery and claimMove (attempts: the claim's attempt, updatedAt:
+ * $8), an ended task left as it is. Lock order: the message (taken), then its task.
+ *
+ * A claim of one row names its task by key (`id = (SELECT task_id FROM taken)`, an index
+ * condition whatever the statistics), not by the join alone: a generic plan made on statistics
+ * older than the space's tasks put `tasks` outside the join and read every task of the space per
+ * claim (6 ms at 1,300 tasks, seen with auto_explain; a claim of a task delivery took 12.5 ms
+ * against 6.7 ms by key). A batch's claim keeps the join (`id = ANY` of the claimed task ids was
+ * no index condition on such statistics either); the admit-batch statement had it so before.
+ *
+ * Each moved task comes back with its claimed message's columns, so no step joins `moved` back
+ * to `taken`: that join of two CTEs, whose sizes the planner cannot know, was planned as a nested
  * loop, 2,450 comparisons for a batch of 50 (docs/growth.md).
  */
-const moveClaimedTasks = (): string => `UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
-             FROM taken WHERE t.space_id = $1 AND t.id = taken.task_id AND t.state IN ('PENDING', 'RUNNING')
-             RETURNING ${qualified('taken')}, true AS taken, ${taskColumns.split(', ').map((col) => `t.${col} AS t_${col}`).join(', ')}`;
+const moveClaimedTasks = (claims: 'one' | 'many'): string => `UPDATE tasks t SET state = 'RUNNING', attempts = taken.attempt, outcome = NULL, failure_reason = NULL, updated_at = $8
+             FROM taken WHERE t.space_id = $1 AND ${claims === 'one' ? 't.id = (SELECT task_id FROM taken) AND ' : ''}t.id = taken.task_id AND t.state IN ('PENDING', 'RUNNING')
+             RETURNING ${qualified('taken')}, true AS taken, ${prefixedTaskColumns('t')}`;
 
 /**
- * The claimed rows of a candidate claim: each with its moved task, or with NULL task columns when
- * its task had ended (NOT IN over `moved` runs as a hashed subplan: one pass, whatever the batch).
+ * The claimed rows of a claim statement: each with its moved task, or with NULL task columns
+ * when it is a plain message or its task had ended (NOT IN over `moved` runs as a hashed
+ * subplan: one pass, whatever the batch; a plain message's NULL task_id is tested apart, as
+ * NULL NOT IN a non-empty set is not true).
  */
 const claimedRows = (): string => `SELECT * FROM moved
            UNION ALL
-           SELECT ${qualified('taken')}, true AS taken, ${noMovedColumns} FROM taken WHERE taken.task_id NOT IN (SELECT t_id FROM moved)`;
+           SELECT ${qualified('taken')}, true AS taken, ${noMovedColumns} FROM taken WHERE taken.task_id IS NULL OR taken.task_id NOT IN (SELECT t_id FROM moved)`;
 
-/** A candidate claim's row: claimed, with its moved task (t_ columns, NULL when the task had ended), or only locked. */
+/**
+ * A row of a message with its task's t_ columns: a claimed row (claimedRows) as the delivery with
+ * its moved task, undefined for a plain message or an ended task; an expired lease's row as the
+ * delivery with its locked task, undefined for a plain message.
+ */
+const toClaimed = (row: Row): ClaimedDelivery & LockedDelivery => ({ message: toMessage(row), task: row.t_id === null ? undefined : toTask(movedTask(row)) });
+
+/** A candidate claim's row: claimed, with its moved task, or only locked. */
 function toCandidate(row: Row): Candidate {
-  const message = toMessage(row);
-  if (row.taken !== true) return { message, claimed: false };
-  return { message, claimed: true, task: row.t_id === null ? undefined : toTask(movedTask(row)) };
+  if (row.taken !== true) return { message: toMessage(row), claimed: false };
+  return { ...toClaimed(row), claimed: true };
 }
 
 /**
@@ -291,23 +309,29 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
     },
     async claimNext(c) {
       // One statement: the subquery picks the oldest READY row and locks it, passing over rows
-      // other claims hold (SKIP LOCKED); the UPDATE claims it. Concurrent claims never wait on
-      // each other and never take one message twice. `state = 'READY'` again on the outer row
-      // is belt and braces: the locked row is re-checked against the subquery's WHERE anyway.
-      const [row] = await q.query<Row>(
-        `UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-         WHERE space_id = $1 AND state = 'READY' AND id = (
-           SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
-           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-         RETURNING ${messageColumns}`,
+      // other claims hold (SKIP LOCKED); `taken` claims it, and `moved` moves its task when it
+      // is a task delivery. Concurrent claims never wait on each other and never take one
+      // message twice. `state = 'READY'` again on the outer row is belt and braces: the locked
+      // row is re-checked against the subquery's WHERE anyway.
+      const rows = await q.query<Row & { t_id: unknown }>(
+        `WITH taken AS (
+           UPDATE messages SET state = 'CLAIMED', attempt = attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+           WHERE space_id = $1 AND state = 'READY' AND id = (
+             SELECT id FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
+             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+           RETURNING ${messageColumns}
+         ), moved AS (${moveClaimedTasks('one')})
+         ${claimedRows()}`,
         [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs)],
       );
-      return row && toMessage(row);
+      assert(rows.length <= 1, `claimNext answered ${rows.length} rows`);
+      const [row] = rows;
+      return row && toClaimed(row);
     },
     async claimCandidate(c) {
       // One statement. `candidate` picks the oldest READY task delivery after afterSeq and locks
       // it (SKIP LOCKED: a row another admit is examining is passed over, never waited on);
-      // `taken` claims it when it needs nothing, and `moved` moves its task as moveLive would
+      // `taken` claims it when it needs nothing, and `moved` moves its task as every claim does
       // (lock order: message, then task). The final SELECT answers the claimed row with the
       // moved task (t_ columns, NULL when the task had ended), or else the locked candidate as it
       // was (a data-modifying CTE's effects are invisible to the rest of its statement, so the
@@ -321,7 +345,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
            UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = $4, holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
            FROM candidate WHERE m.space_id = $1 AND m.id = candidate.id AND m.requirements IS NULL
            RETURNING ${qualified('m')}
-         ), moved AS (${moveClaimedTasks()})
+         ), moved AS (${moveClaimedTasks('one')})
          ${claimedRows()}
          UNION ALL
          SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
@@ -332,20 +356,24 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       return row && toCandidate(row);
     },
     async claimMany(c) {
-      // claimNext for up to N rows: `picked` locks the oldest READY ones (SKIP LOCKED), and each
-      // gets one of the token hashes. Numbered in no particular order: ordering them would cost a
-      // sort for nothing (the caller finds each row's token by its hash).
-      const rows = await q.query<Row>(
+      // claimNext for up to N rows: `picked` locks the oldest READY ones (SKIP LOCKED), each gets
+      // one of the token hashes, and `moved` moves the tasks of the task deliveries among them.
+      // Numbered in no particular order: ordering them would cost a sort for nothing (the caller
+      // finds each row's token by its hash).
+      const rows = await q.query<Row & { t_id: unknown }>(
         `WITH picked AS (
            SELECT id, seq FROM messages WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY'${ungated(c)}
            ORDER BY seq LIMIT $9 FOR UPDATE SKIP LOCKED
-         ), numbered AS (SELECT id, row_number() OVER () AS k FROM picked)
-         UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
-         FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.state = 'READY'
-         RETURNING ${qualified('m')}`,
+         ), numbered AS (SELECT id, row_number() OVER () AS k FROM picked
+         ), taken AS (
+           UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
+           FROM numbered WHERE m.space_id = $1 AND m.id = numbered.id AND m.state = 'READY'
+           RETURNING ${qualified('m')}
+         ), moved AS (${moveClaimedTasks('many')})
+         ${claimedRows()}`,
         [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.tokenHashes.length],
       );
-      return rows.map(toMessage).sort((a, b) => a.seq - b.seq);
+      return rows.map(toClaimed).sort((a, b) => a.message.seq - b.message.seq);
     },
     async claimCandidates(c) {
       // claimCandidate for up to N rows, in one statement: `candidate` locks the oldest READY task
@@ -363,7 +391,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
            UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
            FROM numbered WHERE numbered.free AND m.space_id = $1 AND m.id = numbered.id
            RETURNING ${qualified('m')}
-         ), moved AS (${moveClaimedTasks()})
+         ), moved AS (${moveClaimedTasks('many')})
          ${claimedRows()}
          UNION ALL
          SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM numbered JOIN messages m ON m.space_id = $1 AND m.id = numbered.id WHERE NOT numbered.free`,
@@ -372,11 +400,22 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       return rows.map(toCandidate).sort((a, b) => a.message.seq - b.message.seq);
     },
     async claimExpired(nowMs, limit) {
-      const rows = await q.query<Row>(
-      `SELECT ${messageColumns} FROM messages WHERE state = 'CLAIMED' AND lease_expires_at <= $1 ORDER BY lease_expires_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED`,
-      [timeParam(nowMs), limit],
+      // One statement: `expired` locks the deliveries (SKIP LOCKED: another sweeper's, or a
+      // complete's, are passed over), then each one's task is locked by key behind it (lock
+      // order: message, then task; LATERAL makes it a primary-key lookup per delivery whatever
+      // the statistics). Locking is what makes the task read current: a plain read in the same
+      // statement would see the statement's snapshot, from before a deadline sweep that
+      // committed while this one waited; a row lock answers the latest version. Ordered by the
+      // caller's sort.
+      const rows = await q.query<Row & { t_id: unknown }>(
+        `WITH expired AS MATERIALIZED (
+           SELECT ${messageColumns} FROM messages WHERE state = 'CLAIMED' AND lease_expires_at <= $1 ORDER BY lease_expires_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED
+         )
+         SELECT ${qualified('e')}, ${prefixedTaskColumns('t')} FROM expired e
+         LEFT JOIN LATERAL (SELECT ${taskColumns} FROM tasks WHERE space_id = e.space_id AND id = e.task_id FOR UPDATE) t ON true`,
+        [timeParam(nowMs), limit],
       );
-      return rows.map(toMessage);
+      return rows.map(toClaimed).sort((a, b) => a.message.leaseExpiresAt! - b.message.leaseExpiresAt! || a.message.seq - b.message.seq);
     },
     async census(limit) {
       // The counts come from message_counts (migration 028), a few rows per mailbox; only the

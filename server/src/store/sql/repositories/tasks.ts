@@ -157,14 +157,6 @@ export function sqlTasks(q: SqlQueryable): TaskRepository {
       );
       return row && toTask(row);
     },
-    async moveLive(spaceId, id, move) {
-      const [row] = await q.query<Row>(
-        `UPDATE tasks SET state = $3, attempts = $4, outcome = $5::jsonb, failure_reason = $6, updated_at = $7
-         WHERE space_id = $1 AND id = $2 AND state IN ('PENDING', 'RUNNING') RETURNING ${taskColumns}`,
-        [spaceId, id, move.state, move.attempts, jsonOrNull(move.outcome), move.failureReason, timeParam(move.updatedAt)],
-      );
-      return row && toTask(row);
-    },
     async list(spaceId, scopeId, states, after, limit) {
       const rows = await q.query<Row>(
         `SELECT ${taskColumns} FROM tasks
