@@ -1,4 +1,4 @@
-import { coolingDown, eventTypes, fits, maxAttempts, rollWindow, type Clock, type SpaceCutoff, type Timer, type Tx } from '@baton/core';
+import { claimHeld, coolingDown, eventTypes, fits, maxAttempts, rollWindow, type Clock, type SpaceCutoff, type Timer, type Tx } from '@baton/core';
 import type { DispatcherOptions, Limits } from '@baton-coordination/server';
 import type { HttpReply, HttpRequest } from '../http';
 import { BatchAsOneLease, OperationsNeverStop, recoveryReserveIgnored } from './limits';
@@ -305,6 +305,21 @@ const bugs = {
           getHeld: async (spaceId, claimKey, options) => {
             const held = await tx.claims.getHeld(spaceId, claimKey, options);
             return held && held.leaseExpiresAt > clock.now() ? undefined : held;
+          },
+        },
+      }),
+    }),
+  },
+  'claim-expired-still-held': {
+    what: 'an acquire takes a HELD claim whose lease ran out but the sweep has not marked for live: CLAIM_HELD instead of the key',
+    seam: 'store',
+    plant: (clock) => ({
+      store: (tx) => ({
+        claims: {
+          getHeld: async (spaceId, claimKey, options) => {
+            const held = await tx.claims.getHeld(spaceId, claimKey, options);
+            if (held && held.leaseExpiresAt <= clock.now()) throw claimHeld(held);
+            return held;
           },
         },
       }),
