@@ -188,7 +188,14 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     if (!server.isUp()) await server.restart();
     if (!coordinationServer.isUp()) await coordinationServer.restart();
     const livenessEndMs = scheduler.now() + livenessMs;
-    while (ledger.violations.length === 0 && (scheduler.nextAtMs() ?? Infinity) <= livenessEndMs) await scheduler.step();
+    while (ledger.violations.length === 0 && (scheduler.nextAtMs() ?? Infinity) <= livenessEndMs) {
+      await scheduler.step();
+      // Lines still waiting drain here, with the sweep alone serving them: their wake times must keep up.
+      const changes = store.changes;
+      if (changes === checkedAt) continue;
+      checkedAt = changes;
+      ledger.violations.push(...(await checkAllowanceWakes(rawStore, tenant.spaceId, tenant.allowanceIds, scheduler.now())));
+    }
     phase = 'done';
     // The server's tick (and its deadline sweep) stops now; give its last run a tick's margin.
     const sweptUntilMs = scheduler.now() - 2 * tickMs;
