@@ -19,6 +19,8 @@ export interface SimContext {
   auth(): { spaceId: string; key: string };
   budgetIds: string[];
   allowanceIds: string[];
+  /** Each of allowanceIds' unitsLimit: a quota agent sometimes waits for a whole window's units. */
+  allowanceUnitsLimits: ReadonlyMap<string, number>;
   /** The run's mailboxes (one or two, made at set-up) and the one scopeId messages are sent and received under. */
   mailboxIds: string[];
   messageScopeId: string;

@@ -8,6 +8,7 @@ import { LimitsWorkload } from './limits';
 import { LeaseWorkload } from './leases';
 import { CoordinationWorkload } from './coordination';
 import { QuotaAgent } from './agents/quota-agent';
+import { KeyReuser } from './agents/key-reuser';
 import { MessageSender } from './agents/message-sender';
 import { MessageWorker } from './agents/message-worker';
 import { Spender } from './agents/spender';
@@ -19,6 +20,7 @@ import { Watcher } from './agents/watcher';
 import { WatchFollower } from './agents/watch-follower';
 import { checkWatchFollower } from './checks/watch';
 import { checkRetention } from './checks/retention';
+import { checkAllowanceLiveness, checkAllowanceWakes } from './checks/allowance-liveness';
 import { checkWebhookDeliveries, setUpDestination } from './checks/webhooks';
 import { WebhookReceiver } from './webhook-receiver';
 import { checkFinal, checkStep, readJournal } from './checker';
@@ -117,6 +119,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       auth: () => tenant,
       budgetIds: tenant.budgetIds,
       allowanceIds: tenant.allowanceIds,
+      allowanceUnitsLimits: tenant.allowanceUnitsLimits,
       mailboxIds: tenant.mailboxIds,
       messageScopeId: tenant.messageScopeId,
       get phase() {
@@ -158,6 +161,9 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const coordinationNetwork = new Network(scheduler.uncounted(), new SimRandom(`${rng.seed}/coordination-network`), sim.faults, coordinationServer, trace);
     const coordinationCounts = { claim: countOf(weights, 'claim'), timer: countOf(weights, 'timer'), run: countOf(weights, 'run') };
     for (const agent of coordination.agents(coordinationNetwork, new SimRandom(`${rng.seed}/coordination-agents`), coordinationCounts)) agent.start();
+    // Made last and on a network of its own, so every other agent draws the same streams as before it.
+    const reuserSim: SimContext = Object.create(sim, { network: { value: new Network(scheduler, new SimRandom(`${rng.seed}/reuser-network`), sim.faults, server, trace) } });
+    for (let i = 0; i < countOf(weights, 'reuser'); i++) new KeyReuser(`reuser${i}`, reuserSim).start();
     scheduleRestarts(scheduler.uncounted(), coordinationServer, new SimRandom(`${rng.seed}/coordination-server-faults`), sim, trace);
     scheduleServerFaults(scheduler, server, rng.fork('server-faults'), sim, trace);
 
@@ -175,13 +181,21 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       ledger.violations.push(...(await tasks.checkStep(rawStore)));
       ledger.violations.push(...(await barriers.checkStep(rawStore)));
       ledger.violations.push(...(await leases.checkStep(rawStore, scheduler.now(), server.startsMs)));
+      ledger.violations.push(...(await checkAllowanceWakes(rawStore, tenant.spaceId, tenant.allowanceIds, scheduler.now())));
     }
     phase = 'liveness';
     trace.add(scheduler.now(), 'liveness phase: faults off');
     if (!server.isUp()) await server.restart();
     if (!coordinationServer.isUp()) await coordinationServer.restart();
     const livenessEndMs = scheduler.now() + livenessMs;
-    while (ledger.violations.length === 0 && (scheduler.nextAtMs() ?? Infinity) <= livenessEndMs) await scheduler.step();
+    while (ledger.violations.length === 0 && (scheduler.nextAtMs() ?? Infinity) <= livenessEndMs) {
+      await scheduler.step();
+      // Lines still waiting drain here, with the sweep alone serving them: their wake times must keep up.
+      const changes = store.changes;
+      if (changes === checkedAt) continue;
+      checkedAt = changes;
+      ledger.violations.push(...(await checkAllowanceWakes(rawStore, tenant.spaceId, tenant.allowanceIds, scheduler.now())));
+    }
     phase = 'done';
     // The server's tick (and its deadline sweep) stops now; give its last run a tick's margin.
     const sweptUntilMs = scheduler.now() - 2 * tickMs;
@@ -198,6 +212,8 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       await server.runDueWork();
     }
     if (ledger.violations.length === 0) ledger.violations.push(...(await checkFinal(store, tenant.spaceId, tenant.budgetIds, ledger, watcher.seen, { mailboxIds: tenant.mailboxIds, ledger: messageLedger, nowMs: scheduler.now() }, { workload: tasks, nowMs: scheduler.now(), fifo: config.store !== 'pg', sweptUntilMs })));
+    // Journal order is commit order only where transactions run one at a time (as for the task checks' fifo).
+    if (ledger.violations.length === 0 && config.store !== 'pg') checkAllowanceLiveness(await readJournal(store, tenant.spaceId), tenant.allowanceIds, ledger.violations);
     if (ledger.violations.length === 0) ledger.violations.push(...(await barriers.checkFinal(store)));
     if (ledger.violations.length === 0) ledger.violations.push(...limits.check(server.startsMs, faults.duplicate > 0));
     if (ledger.violations.length === 0) ledger.violations.push(...(await checkRetention(store, [tenant.spaceId, limits.spaceId], startMs, scheduler.now())));
@@ -269,6 +285,7 @@ interface Tenant {
   key: string;
   budgetIds: string[];
   allowanceIds: string[];
+  allowanceUnitsLimits: Map<string, number>;
   mailboxIds: string[];
   messageScopeId: string;
 }
@@ -292,6 +309,7 @@ async function setUpTenant(server: ServerHost, rng: SimRandom): Promise<Tenant> 
     budgetIds.push(budget.id);
   }
   const allowanceIds: string[] = [];
+  const allowanceUnitsLimits = new Map<string, number>();
   for (let i = 0, n = rng.int(1, 2); i < n; i++) {
     const allowance = must(
       await server.handle({
@@ -302,6 +320,7 @@ async function setUpTenant(server: ServerHost, rng: SimRandom): Promise<Tenant> 
       }),
     );
     allowanceIds.push(allowance.id);
+    allowanceUnitsLimits.set(allowance.id, allowance.unitsLimit);
   }
   // Its own stream, drawn from no other, so the mailboxes leave every other choice of the run alone.
   const mailboxRng = new SimRandom(`${rng.seed}/mailboxes`);
@@ -317,7 +336,7 @@ async function setUpTenant(server: ServerHost, rng: SimRandom): Promise<Tenant> 
     );
     mailboxIds.push(mailbox.id);
   }
-  return { spaceId: space.id, key: key.secret, budgetIds, allowanceIds, mailboxIds, messageScopeId: mailboxRng.uuid() };
+  return { spaceId: space.id, key: key.secret, budgetIds, allowanceIds, allowanceUnitsLimits, mailboxIds, messageScopeId: mailboxRng.uuid() };
 }
 
 /** Steps the scheduler until `work` settles: driving a call made from outside any agent. */

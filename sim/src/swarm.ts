@@ -12,7 +12,7 @@ import type { SimRandom } from './rng';
  * the janitor, the journal watcher and the task reaper are no workload but part of the oracle
  * (they void what crashed agents left, read the journal, own the task budget), so they always run.
  */
-export const agentKinds = ['spender', 'quota', 'barrier', 'sender', 'mworker', 'follower', 'tsubmit', 'tworker', 'tcancel', 'gcoord', 'limited', 'claim', 'timer', 'run'] as const;
+export const agentKinds = ['spender', 'quota', 'barrier', 'sender', 'mworker', 'follower', 'tsubmit', 'tworker', 'tcancel', 'gcoord', 'limited', 'claim', 'timer', 'run', 'reuser'] as const;
 
 export type AgentKind = (typeof agentKinds)[number];
 
@@ -32,6 +32,7 @@ export const baseCounts: Record<Exclude<AgentKind, 'spender' | 'quota'>, number>
   claim: 3,
   timer: 1,
   run: 1,
+  reuser: 1,
 };
 
 export const weightLevels = [0, 0.5, 1, 2] as const;

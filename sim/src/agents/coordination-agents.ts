@@ -1,4 +1,5 @@
 import { rearm } from './timer-rearm';
+import { checkHeldLive } from './claim-held-live';
 import type { ClaimLedger } from '../checks/claims';
 import type { SimContext } from '../context';
 import { SimRandom } from '../rng';
@@ -62,6 +63,7 @@ export class ClaimAgent extends Agent {
     this.ledger.acquired({ agent: this.sessionName, claimKey, sentAtMs, statusCode: reply.statusCode, claimId: reply.body?.id, fencingToken: reply.body?.fencingToken });
     if (!ok) {
       if (reply.body?.error?.code !== 'CLAIM_HELD') this.sim.ledger.violation(`${this.name}: acquire of ${claimKey} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
+      else checkHeldLive(this.name, claimKey, sentAtMs, reply, (message) => this.sim.ledger.violation(message));
       return;
     }
     const id = reply.body.id as string;

@@ -5,6 +5,16 @@ import { Agent, type Current } from './agent';
 import type { TaskFixture } from './task-fixture';
 
 const terminal = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED']);
+
+/** What a verdict's answer may be, as a view before it left it (see verdict). */
+type Expect = 'may' | 'must-refuse' | 'must-grant';
+
+/**
+ * A reject of a member the view showed ended without success and still PENDING: no accept can
+ * ever land on it (it did not succeed, and its state is final), and a repeat reject is
+ * idempotent, so the reject must be taken. A SUCCEEDED member may meet an accept in flight.
+ */
+const rejectExpect = (m: MemberView): Expect => (terminal.has(m.taskState) && m.taskState !== 'SUCCEEDED' && m.verdict === 'PENDING' ? 'must-grant' : 'may');
 /** How long a coordinator races one group before it moves on (a group may stay undecided: that is allowed while its condition is not met). */
 const raceMs = 15_000;
 /** Long-poll waits stay under the network's 2 s timeout. */
@@ -175,7 +185,7 @@ export class GroupCoordinator extends Agent {
     if (m.verdict !== 'PENDING' || !terminal.has(m.taskState)) return;
     const roll = this.rng.float();
     if (m.taskState === 'SUCCEEDED' && roll < 0.55) return void (await this.verdict(current, groupId, m.taskId, 'accept', 'may'));
-    if (roll < (m.taskState === 'SUCCEEDED' ? 0.65 : 0.5)) return void (await this.verdict(current, groupId, m.taskId, 'reject', 'may'));
+    if (roll < (m.taskState === 'SUCCEEDED' ? 0.65 : 0.5)) return void (await this.verdict(current, groupId, m.taskId, 'reject', rejectExpect(m)));
   }
 
   /** A verdict the service must refuse: accept of an ended member that did not succeed, or the other verdict after one was given. */
@@ -191,13 +201,20 @@ export class GroupCoordinator extends Agent {
   private async lateVerdicts(current: Current, view: GroupView): Promise<void> {
     for (const m of view.members) {
       if (m.verdict !== 'PENDING' || !terminal.has(m.taskState) || this.rng.chance(0.3)) continue;
-      await this.verdict(current, view.id, m.taskId, m.taskState === 'SUCCEEDED' && this.rng.chance(0.7) ? 'accept' : 'reject', 'may');
+      const what = m.taskState === 'SUCCEEDED' && this.rng.chance(0.7) ? 'accept' : 'reject';
+      await this.verdict(current, view.id, m.taskId, what, what === 'reject' ? rejectExpect(m) : 'may');
     }
   }
 
-  /** `must-refuse`: the view already made this verdict impossible, so only 409 CONFLICT is right. */
-  private async verdict(current: Current, groupId: string, taskId: string, what: 'accept' | 'reject', expect: 'may' | 'must-refuse'): Promise<HttpReply> {
+  /**
+   * `must-refuse`: the view already made this verdict impossible, so only 409 CONFLICT is right.
+   * `must-grant`: the view made it the only verdict possible, so only 200 is right.
+   */
+  private async verdict(current: Current, groupId: string, taskId: string, what: 'accept' | 'reject', expect: Expect): Promise<HttpReply> {
     const reply = await this.call(current, 'POST', `/task-groups/${groupId}/tasks/${taskId}/${what}`, { idempotencyKey: this.key('v') });
+    if (expect === 'must-grant' && reply.statusCode !== 200) {
+      this.sim.ledger.violation(`${this.name}: ${what} of member ${taskId} of group ${groupId} answered ${reply.statusCode} ${JSON.stringify(reply.body)}, but a view before it showed the member ended without success and no verdict yet, so only that verdict was possible`);
+    }
     if (reply.statusCode === 200) {
       this.groups.stats.verdicts++;
       this.groups.observed(reply.body.group);

@@ -1,3 +1,4 @@
+import { SimRandom } from '../rng';
 import { Agent, type Current } from './agent';
 
 /**
@@ -7,6 +8,12 @@ import { Agent, type Current } from './agent';
  */
 export class QuotaAgent extends Agent {
   private counter = 0;
+  /**
+   * Whether a wait asks for a whole window's units, from a stream of its own (the agent's other
+   * draws stay as they were). Such a waiter at the head blocks the line until a window starts
+   * empty, and the smaller waiters behind it must wait too (strict FIFO): the line's hardest case.
+   */
+  private readonly wholeWindow = new SimRandom(`${this.rng.seed}/whole-window`);
 
   protected async run(current: Current): Promise<void> {
     while (this.sim.phase === 'safety') {
@@ -38,7 +45,9 @@ export class QuotaAgent extends Agent {
   }
 
   private async waitForGrant(current: Current, allowanceId: string): Promise<void> {
-    const body = { scopeId: this.rng.uuid(), units: this.units(), holder: this.name, ttlSeconds: this.rng.int(5, 30) };
+    const drawn = this.units();
+    const units = this.wholeWindow.chance(0.2) ? (this.sim.allowanceUnitsLimits.get(allowanceId) ?? drawn) : drawn;
+    const body = { scopeId: this.rng.uuid(), units, holder: this.name, ttlSeconds: this.rng.int(5, 30) };
     const joined = await this.call(current, 'POST', `/allowances/${allowanceId}/wait`, { body, idempotencyKey: this.key('j') });
     if (joined.statusCode !== 201) return;
     await this.crashPoint(current);

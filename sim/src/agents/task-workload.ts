@@ -1,4 +1,4 @@
-import type { JournalEvent, Store } from '@baton/core';
+import { capacityBounds, type JournalEvent, type Store } from '@baton/core';
 import { checkGroupsFinal, GroupLedger, GroupWatch } from '../checks/groups';
 import { checkTaskResourcesStep, checkTasksFinal, TaskLedger, type TaskWorld } from '../checks/tasks';
 import type { SimContext } from '../context';
@@ -53,10 +53,13 @@ export class TaskWorkload implements TaskFixture {
       if (reply?.statusCode !== 201) throw new Error(`simulation set-up failed: ${JSON.stringify(reply)}`);
       return reply.body;
     };
+    // Now and then a setting at the bound the API accepts, from a stream of its own (the other draws stay as they were).
+    const bounds = new SimRandom(`${seed}/bounds`);
+    const atBound = <T>(drawn: T, bound: T, chance: number): T => (bounds.chance(chance) ? bound : drawn);
     const mailbox = await make('/mailboxes', { name: 'tasks0', mode: 'WORK', backlogLimit: 1_000 });
-    const pool = await make('/pools', { name: 'gpu', capacity: rng.int(2, 3) });
-    const limit = await make('/work-limits', { name: 'slots', maxConcurrent: 2 });
-    const allowance = await make('/allowances', { name: 'taskquota', unitsLimit: rng.int(4, 12), windowSeconds: rng.int(2, 10) });
+    const pool = await make('/pools', { name: 'gpu', capacity: atBound(rng.int(2, 3), capacityBounds.min, 0.3) });
+    const limit = await make('/work-limits', { name: 'slots', maxConcurrent: atBound(2, capacityBounds.min, 0.3) });
+    const allowance = await make('/allowances', { name: 'taskquota', unitsLimit: atBound(rng.int(4, 12), 1, 0.2), windowSeconds: atBound(rng.int(2, 10), 1, 0.2) });
     const budget = await make('/budgets', { name: 'taskbudget', currency: 'USD', scale: 2, limitMinor: String(rng.int(1_000, 4_000)) });
     const world: TaskWorld = {
       mailboxIds: [mailbox.id],

@@ -1,4 +1,4 @@
-import { coolingDown, eventTypes, fits, maxAttempts, rollWindow, type Clock, type SpaceCutoff, type Timer, type Tx } from '@baton/core';
+import { claimHeld, coolingDown, eventTypes, fits, maxAttempts, rollWindow, type Clock, type SpaceCutoff, type Timer, type Tx } from '@baton/core';
 import type { DispatcherOptions, Limits } from '@baton-coordination/server';
 import type { HttpReply, HttpRequest } from '../http';
 import { BatchAsOneLease, OperationsNeverStop, recoveryReserveIgnored } from './limits';
@@ -35,6 +35,7 @@ interface PlantableBug {
 
 const isWatch = (request: HttpRequest): boolean => request.method === 'GET' && /^\/v1\/spaces\/[^/]+\/watch\?/.test(request.path);
 const isEvents = (request: HttpRequest): boolean => request.method === 'GET' && /^\/v1\/spaces\/[^/]+\/events(\?|$)/.test(request.path);
+const isVerdict = (request: HttpRequest, verdict: 'accept' | 'reject'): boolean => request.method === 'POST' && new RegExp(`^/v1/spaces/[^/]+/task-groups/[^/]+/tasks/[^/]+/${verdict}$`).test(request.path);
 const withItems = (reply: HttpReply, items: (all: unknown[]) => unknown[]): HttpReply =>
   reply.statusCode === 200 && Array.isArray(reply.body?.items) ? { ...reply, body: { ...reply.body, items: items(reply.body.items) } } : reply;
 
@@ -100,6 +101,61 @@ const bugs = {
         },
       }),
     }),
+  },
+  'allowance-never-grants': {
+    what: 'serving an allowance line takes every waiter as unfit: nobody in line is ever granted, they only expire or leave',
+    seam: 'store',
+    plant: () => ({
+      store: (tx) => ({
+        allowanceWaiters: {
+          // Each waiter shown asking for more than any window holds; stored again as it was.
+          listWaiting: async (spaceId, allowanceId, limit) => {
+            const line = await tx.allowanceWaiters.listWaiting(spaceId, allowanceId, limit);
+            const allowance = await tx.allowances.get(spaceId, allowanceId);
+            return allowance ? line.map((w) => ({ ...w, units: w.units + allowance.unitsLimit })) : line;
+          },
+          update: async (waiter) => {
+            const stored = await tx.allowanceWaiters.get(waiter.spaceId, waiter.id);
+            return tx.allowanceWaiters.update(stored ? { ...waiter, units: stored.units } : waiter);
+          },
+        },
+      }),
+    }),
+  },
+  'allowance-wakes-at-ended-cooldown': {
+    what: 'a served allowance line takes a cooldown that already ended as its wake time: the line stays due, swept again and again',
+    seam: 'store',
+    plant: (clock) => ({
+      store: (tx) => ({
+        allowances: {
+          update: async (allowance) => {
+            const ended = allowance.wakeAt !== null && allowance.cooldownUntil !== null && allowance.cooldownUntil <= clock.now();
+            return tx.allowances.update(ended ? { ...allowance, wakeAt: allowance.cooldownUntil } : allowance);
+          },
+        },
+      }),
+    }),
+  },
+  'group-refuses-reject': {
+    what: 'a reject verdict is held to the accept rule: a valid reject of a member that failed is refused as CONFLICT',
+    seam: 'network',
+    plant: () => ({ request: (request) => (isVerdict(request, 'reject') ? { ...request, path: request.path.replace(/\/reject$/, '/accept') } : request) }),
+  },
+  'idempotency-ignores-body': {
+    what: 'the idempotency fingerprint leaves the body out: a key reused with another body replays the first reply',
+    seam: 'network',
+    plant: () => {
+      const firstBodies = new Map<string, unknown>();
+      return {
+        request: (request) => {
+          const key = request.headers['idempotency-key'];
+          if (key === undefined || request.method !== 'POST') return request;
+          const at = `${request.path} ${key}`;
+          if (!firstBodies.has(at)) firstBodies.set(at, request.body);
+          return { ...request, body: firstBodies.get(at) };
+        },
+      };
+    },
   },
   'barrier-counts-repeat-arrival': {
     what: 'an arrive counts an arrivalKey again that was already counted in the epoch',
@@ -249,6 +305,21 @@ const bugs = {
           getHeld: async (spaceId, claimKey, options) => {
             const held = await tx.claims.getHeld(spaceId, claimKey, options);
             return held && held.leaseExpiresAt > clock.now() ? undefined : held;
+          },
+        },
+      }),
+    }),
+  },
+  'claim-expired-still-held': {
+    what: 'an acquire takes a HELD claim whose lease ran out but the sweep has not marked for live: CLAIM_HELD instead of the key',
+    seam: 'store',
+    plant: (clock) => ({
+      store: (tx) => ({
+        claims: {
+          getHeld: async (spaceId, claimKey, options) => {
+            const held = await tx.claims.getHeld(spaceId, claimKey, options);
+            if (held && held.leaseExpiresAt <= clock.now()) throw claimHeld(held);
+            return held;
           },
         },
       }),
