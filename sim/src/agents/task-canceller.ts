@@ -1,13 +1,33 @@
 import type { SimContext } from '../context';
+import type { HttpReply } from '../http';
+import { SimRandom } from '../rng';
 import { Agent, type Current } from './agent';
 import type { TaskFixture } from './task-fixture';
+
+/** A cancel this canceller wrote down before sending it: the task and the Idempotency-Key it sent under. */
+interface PendingCancel {
+  taskId: string;
+  idempotencyKey: string;
+}
 
 /**
  * Cancels random tasks it has heard of (any state: a terminal one must answer 409 CONFLICT),
  * and now and then reads one. A cancel of a CLAIMED delivery kills its lease: its worker's
  * complete must then answer LEASE_LOST, and the claim's pool units and slot must come back.
+ *
+ * Each cancel is written down before it is sent and crossed off once its answer is recorded. A
+ * crash in between leaves it written down: the next session sends it again under the same
+ * Idempotency-Key (its answer replays, or the cancel runs now if the first never committed),
+ * then once more under a new key, which must find the task ended: one task.cancelled at most
+ * (the journal replay), and a cancel answered 200 is a cancelled task (checks/tasks.ts).
  */
 export class TaskCanceller extends Agent {
+  private counter = 0;
+  /** Survives a crash: what the agent persisted before sending. */
+  private pending: PendingCancel | undefined;
+  /** Its own stream for crashes, so that crash-free runs draw exactly what they drew before. */
+  private readonly crashRng = new SimRandom(`${this.rng.seed}/crashes`);
+
   constructor(
     name: string,
     sim: SimContext,
@@ -17,6 +37,7 @@ export class TaskCanceller extends Agent {
   }
 
   protected async run(current: Current): Promise<void> {
+    if (this.pending) await this.recover(current, this.pending);
     while (this.sim.phase === 'safety') {
       await this.sleep(current, this.rng.int(1_000, 5_000));
       if (this.tasks.ledger.taskIds.length === 0) continue;
@@ -27,11 +48,33 @@ export class TaskCanceller extends Agent {
   }
 
   private async cancel(current: Current, taskId: string): Promise<void> {
-    const reply = await this.call(current, 'POST', `/tasks/${taskId}/cancel`, { body: { reason: 'sim' } });
+    const idempotencyKey = `${this.name}.${this.session}.c${this.counter++}`;
+    this.pending = { taskId, idempotencyKey };
+    const reply = await this.send(current, taskId, idempotencyKey);
+    await this.crashPoint(current, this.crashRng);
+    this.pending = undefined;
+    this.record(taskId, reply, 'cancel');
+  }
+
+  /** The cancel a crash left unrecorded: again under its key, then under a new one. */
+  private async recover(current: Current, pending: PendingCancel): Promise<void> {
+    const again = await this.send(current, pending.taskId, pending.idempotencyKey);
+    this.pending = undefined;
+    this.record(pending.taskId, again, 'cancel sent again under its key');
+    const fresh = await this.send(current, pending.taskId, `${this.name}.${this.session}.c${this.counter++}`);
+    // Whatever the first answer was, the task has ended now: the cancel must not run twice.
+    if (fresh.statusCode !== 409 || fresh.body.error.code !== 'CONFLICT') this.sim.ledger.violation(`${this.name}: a cancel of task ${pending.taskId} after its cancel committed answered ${fresh.statusCode} ${JSON.stringify(fresh.body)}`);
+  }
+
+  private send(current: Current, taskId: string, idempotencyKey: string): Promise<HttpReply> {
+    return this.call(current, 'POST', `/tasks/${taskId}/cancel`, { body: { reason: 'sim' }, idempotencyKey });
+  }
+
+  private record(taskId: string, reply: HttpReply, what: string): void {
     if (reply.statusCode === 200) return this.tasks.ledger.cancelAnswered(taskId);
     // A retry of a cancel that committed finds the task CANCELLED: 409 too.
     if (reply.statusCode === 409 && reply.body.error.code === 'CONFLICT') return;
-    this.sim.ledger.violation(`${this.name}: cancel of task ${taskId} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
+    this.sim.ledger.violation(`${this.name}: ${what} of task ${taskId} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
   }
 
   private async read(current: Current, taskId: string): Promise<void> {
