@@ -20,6 +20,12 @@ interface PendingCancel {
  * Idempotency-Key (its answer replays, or the cancel runs now if the first never committed),
  * then once more under a new key, which must find the task ended: one task.cancelled at most
  * (the journal replay), and a cancel answered 200 is a cancelled task (checks/tasks.ts).
+ *
+ * With clock skew it also supervises overdue tasks now and then: it lists the live tasks of the
+ * run's scope and cancels those whose deadline has passed on its own clock. A clock ahead
+ * cancels before the server's deadline sweep would expire the task (200: the task must end
+ * CANCELLED, and only once: the journal replay), racing the sweep near the deadline; a clock
+ * behind leaves them to the sweep (they are EXPIRED before its clock says overdue).
  */
 export class TaskCanceller extends Agent {
   private counter = 0;
@@ -27,6 +33,8 @@ export class TaskCanceller extends Agent {
   private pending: PendingCancel | undefined;
   /** Its own stream for crashes, so that crash-free runs draw exactly what they drew before. */
   private readonly crashRng = new SimRandom(`${this.rng.seed}/crashes`);
+  /** Its own stream, so that skew-free runs draw exactly what they drew before. */
+  private readonly skewRng = new SimRandom(`${this.rng.seed}/overdue`);
 
   constructor(
     name: string,
@@ -40,6 +48,7 @@ export class TaskCanceller extends Agent {
     if (this.pending) await this.recover(current, this.pending);
     while (this.sim.phase === 'safety') {
       await this.sleep(current, this.rng.int(1_000, 5_000));
+      if (this.clockSkewMs !== 0 && this.skewRng.chance(0.5)) await this.cancelOverdue(current);
       if (this.tasks.ledger.taskIds.length === 0) continue;
       const taskId = this.rng.pick(this.tasks.ledger.taskIds);
       if (this.rng.chance(0.7)) await this.cancel(current, taskId);
@@ -75,6 +84,15 @@ export class TaskCanceller extends Agent {
     // A retry of a cancel that committed finds the task CANCELLED: 409 too.
     if (reply.statusCode === 409 && reply.body.error.code === 'CONFLICT') return;
     this.sim.ledger.violation(`${this.name}: ${what} of task ${taskId} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
+  }
+
+  /** Cancels the live tasks whose deadline has passed on its own clock (the first page of them). */
+  private async cancelOverdue(current: Current): Promise<void> {
+    const query = new URLSearchParams({ scopeId: this.tasks.scopeId, state: 'PENDING,RUNNING', limit: '100' });
+    const reply = await this.call(current, 'GET', `/tasks?${query}`);
+    if (reply.statusCode !== 200) return this.sim.ledger.violation(`${this.name}: GET tasks answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
+    const overdue = (reply.body.items as { id: string; deadline: string | null }[]).filter((t) => t.deadline !== null && Date.parse(t.deadline) <= this.clockNow());
+    for (const task of overdue.slice(0, 3)) await this.cancel(current, task.id);
   }
 
   private async read(current: Current, taskId: string): Promise<void> {
