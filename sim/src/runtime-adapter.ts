@@ -60,13 +60,13 @@ function toTransportResponse(reply: HttpReply): TransportResponse {
 }
 
 /**
- * Virtual time: `now` is the scheduler's clock, `sleep` a scheduler timer. An abort rejects at
- * once with the signal's reason (the queued timer then fires as a no-op). After `alive` turns
- * false a sleep never settles.
+ * Virtual time: `now` is the scheduler's clock, off by `skewMs` (an agent's clock skew), `sleep`
+ * a scheduler timer. An abort rejects at once with the signal's reason (the queued timer then
+ * fires as a no-op). After `alive` turns false a sleep never settles.
  */
-export function simClock(scheduler: Scheduler, label: string, alive?: () => boolean): RuntimeClock {
+export function simClock(scheduler: Scheduler, label: string, alive?: () => boolean, skewMs = 0): RuntimeClock {
   return {
-    now: () => scheduler.now(),
+    now: () => scheduler.now() + skewMs,
     sleep: (ms, signal) =>
       new Promise<void>((resolve, reject) => {
         if (alive && !alive()) return;

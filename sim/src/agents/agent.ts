@@ -55,14 +55,18 @@ export abstract class Agent {
     return reply;
   }
 
-  /** Maybe crash here: a fault point between the steps of an operation. */
-  protected async crashPoint(current: Current): Promise<void> {
+  /**
+   * Maybe crash here: a fault point between the steps of an operation. `draws` is where the
+   * crash and restart are drawn from: an agent whose crash points came later passes a stream of
+   * its own, so that its crash-free runs draw exactly what they drew before.
+   */
+  protected async crashPoint(current: Current, draws: SimRandom = this.rng): Promise<void> {
     if (!current()) await never();
-    if (this.sim.phase !== 'safety' || !this.rng.chance(this.sim.faults().crash)) return;
+    if (this.sim.phase !== 'safety' || !draws.chance(this.sim.faults().crash)) return;
     this.sim.ledger.crashedSessions.add(this.sessionName);
     this.sim.trace.add(this.sim.scheduler.now(), `${this.name} crashed`);
     this.session++;
-    this.sim.scheduler.after(this.rng.int(100, 5_000), `${this.name} restart`, () => this.start());
+    this.sim.scheduler.after(draws.int(100, 5_000), `${this.name} restart`, () => this.start());
     await never();
   }
 

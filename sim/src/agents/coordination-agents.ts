@@ -139,10 +139,14 @@ export class TimerAgent extends Agent {
 /**
  * Creates runs (half with one or two child runs), puts work under each scopeId (a task or two, a
  * timer 2 to 30 s ahead, a claim with a 10 to 30 s lease), then cancels most roots (some only a
- * child), completes some, and now and then submits more work under a run it cancelled.
+ * child), completes some, and now and then submits more work under a run it cancelled. With
+ * clock skew, some of its timers name a fireAt on its own clock rather than a delay (the timers
+ * check: never fired before fireAt, none left ARMED past it; a cancelled run cancels it).
  */
 export class RunAgent extends Agent {
   private counter = 0;
+  /** Its own stream, so that skew-free runs draw exactly what they drew before. */
+  private readonly skewRng = new SimRandom(`${this.rng.seed}/skewed-timers`);
 
   constructor(
     name: string,
@@ -212,8 +216,10 @@ export class RunAgent extends Agent {
       const reply = await this.call(current, 'POST', '/tasks', { body: { scopeId, mailboxId: this.space.mailboxId, taskKey: `${key}.task${i}` }, idempotencyKey: `${key}.task${i}` });
       this.expect(reply.statusCode, [200, 201], 'submit', reply.body);
     }
+    const delaySeconds = this.rng.int(2, 30);
+    const when = this.clockSkewMs !== 0 && this.skewRng.chance(0.5) ? { fireAt: new Date(this.clockNow() + delaySeconds * 1_000).toISOString() } : { delaySeconds };
     const timer = await this.call(current, 'POST', '/timers', {
-      body: { timerKey: `${key}.timer`, scopeId, mailboxId: this.space.mailboxId, payload: null, delaySeconds: this.rng.int(2, 30) },
+      body: { timerKey: `${key}.timer`, scopeId, mailboxId: this.space.mailboxId, payload: null, ...when },
       idempotencyKey: `${key}.timer`,
     });
     this.expect(timer.statusCode, [200, 201], 'arm', timer.body);

@@ -1,7 +1,11 @@
 import type { MessageLedger } from '../checks/messages';
 import type { SimContext } from '../context';
 import type { HttpReply } from '../http';
+import { SimRandom } from '../rng';
 import { Agent, type Current } from './agent';
+
+/** How long before the lease's end, on its own clock, a worker that works to its lease finishes. */
+const finishMarginMs = 500;
 
 /** Long-poll waits stay under the client's 2 s timeout, so a wait that runs out is an answer, not a retry. */
 const maxWaitMs = 1_500;
@@ -11,9 +15,14 @@ const maxWaitMs = 1_500;
  * holderSession = its current session, a lease of 5 to 10 s), work for a while, then complete
  * or nack (retry or not). Some jobs are slow: the lease runs out mid-work, so the complete must
  * answer 409 LEASE_LOST. A crash (between the steps) abandons the lease; the sweep returns it.
+ * With clock skew, some jobs work until the agent's own clock says the lease in
+ * `leaseExpiresAt` is nearly out: a clock behind the server's finishes after the lease ended
+ * there, and must be told LEASE_LOST (the ledger says a 200 after the lease is a violation).
  */
 export class MessageWorker extends Agent {
   private counter = 0;
+  /** Its own stream, so that skew-free runs draw exactly what they drew before. */
+  private readonly skewRng = new SimRandom(`${this.rng.seed}/skewed-finishes`);
 
   constructor(
     name: string,
@@ -49,11 +58,15 @@ export class MessageWorker extends Agent {
     await this.crashPoint(current);
     const slow = this.rng.chance(this.slowness);
     const workMs = slow ? leaseSeconds * 1_000 + this.rng.int(100, 3_000) : this.rng.int(20, 2_000);
-    await this.sleep(current, workMs);
+    await this.sleep(current, this.worksToItsClock() ? Math.max(0, leaseExpiresAtMs - finishMarginMs - this.clockNow()) : workMs);
     await this.crashPoint(current);
     const roll = this.rng.float();
     if (roll < 0.75) await this.finish(current, messageId, token, 'complete', { token, result: { payload: { by: this.name } } });
     else await this.finish(current, messageId, token, 'nack', { token, retry: roll < 0.92 });
+  }
+
+  private worksToItsClock(): boolean {
+    return this.clockSkewMs !== 0 && this.skewRng.chance(0.3);
   }
 
   private async finish(current: Current, messageId: string, token: string, what: 'complete' | 'nack', body: unknown): Promise<void> {

@@ -112,7 +112,8 @@ export class TaskWorker extends Agent {
         alive: current,
         onServerError: (reply, what) => this.sim.ledger.violation(`${this.name}: ${what} answered ${reply.statusCode} ${JSON.stringify(reply.body)}`),
       }),
-      clock: simClock(this.sim.scheduler, this.name, current),
+      // The agent's skewed clock: the runtime reads leaseExpiresAt on it (runtime/src/lease-timing.ts).
+      clock: simClock(this.sim.scheduler, this.name, current, this.clockSkewMs),
       leaseSeconds,
       workerLeaseSeconds,
       liveTokens: new Map(),
@@ -279,7 +280,8 @@ export class TaskWorker extends Agent {
    * runtime check.
    */
   private handedOver<T extends { leaseExpiresAt: string }>(s: Session, token: string, reply: T): T {
-    const deadlineMs = Math.min(Date.parse(reply.leaseExpiresAt), this.sim.scheduler.now() + s.workerLeaseSeconds * 1_000);
+    // On the server's clock: the runtime reads leaseExpiresAt on its own, skewed, clock.
+    const deadlineMs = Math.min(Date.parse(reply.leaseExpiresAt) - this.clockSkewMs, this.sim.scheduler.now() + s.workerLeaseSeconds * 1_000);
     s.believedDeadline.set(token, deadlineMs);
     return reply;
   }

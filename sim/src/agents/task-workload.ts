@@ -1,6 +1,6 @@
 import { capacityBounds, type JournalEvent, type Store } from '@baton/core';
 import { checkGroupsFinal, GroupLedger, GroupWatch } from '../checks/groups';
-import { checkTaskResourcesStep, checkTasksFinal, TaskLedger, type TaskWorld } from '../checks/tasks';
+import { checkTaskDeadlines, checkTaskResourcesStep, checkTasksFinal, TaskLedger, type TaskWorld } from '../checks/tasks';
 import type { SimContext } from '../context';
 import { SimRandom } from '../rng';
 import type { ServerHost } from '../server-host';
@@ -119,9 +119,13 @@ export class TaskWorkload implements TaskFixture {
 
   /**
    * `fifo`: only where the journal order is the commit order (transactions one at a time).
-   * `sweptUntilMs`: a group deadline before it has seen the deadline sweep run after it.
+   * `sweptUntilMs`: a group's or task's deadline before it has seen the deadline sweep run after it.
    */
   async checkFinal(store: Store, journal: readonly JournalEvent[], nowMs: number, fifo: boolean, sweptUntilMs: number): Promise<string[]> {
-    return [...(await checkTasksFinal(store, this.spaceId, this.world, journal, this.ledger, nowMs, fifo)), ...(await checkGroupsFinal(store, this.spaceId, journal, this.groups, sweptUntilMs))];
+    return [
+      ...(await checkTasksFinal(store, this.spaceId, this.world, journal, this.ledger, nowMs, fifo)),
+      ...(await checkTaskDeadlines(store, this.spaceId, journal, this.ledger.taskIds, sweptUntilMs)),
+      ...(await checkGroupsFinal(store, this.spaceId, journal, this.groups, sweptUntilMs)),
+    ];
   }
 }

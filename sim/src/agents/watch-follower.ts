@@ -1,3 +1,4 @@
+import { SimRandom } from '../rng';
 import { Agent, type Current } from './agent';
 import type { SeenEvent } from './watcher';
 
@@ -19,17 +20,30 @@ const filters: readonly WatchFilter[] = [
   { types: 'nothing.matches' },
 ];
 
+/** A follower persists its cursor every this many pages at most (each saves after 1 to this many). */
+const maxPagesPerSave = 4;
+
 /**
  * Follows the journal through GET /watch with a filter, long-polling, as a worker or a console
- * does, through the same faulty network. Like the cursor watcher it never crashes: the
- * invariant is about what a faithful follower sees (checks/watch.ts).
+ * does, through the same faulty network. It persists its cursor every few pages; a crash (after
+ * a page came back, before its events were handled) loses the rest, and the next session goes
+ * on from the cursor it saved, seeing some events again. The invariant is about what it handled
+ * across its sessions (checks/watch.ts): every matching event, in journal order once the
+ * duplicates are removed by eventId, none missing.
  */
 export class WatchFollower extends Agent {
   readonly seen: SeenEvent[] = [];
   readonly filter: WatchFilter = filters[this.rng.int(0, filters.length - 1)]!;
   cursor: string | undefined;
+  /** Survives a crash: the cursor as last persisted. */
+  private savedCursor: string | undefined;
+  private pagesSinceSave = 0;
+  /** Its own stream for crashes and saves, so that crash-free runs draw exactly what they drew before. */
+  private readonly crashRng = new SimRandom(`${this.rng.seed}/crashes`);
+  private pagesPerSave = this.crashRng.int(1, maxPagesPerSave);
 
   protected async run(current: Current): Promise<void> {
+    this.cursor = this.savedCursor;
     while (this.sim.phase !== 'done') {
       await this.readPage(current, this.rng.int(0, 2));
       await this.sleep(current, this.rng.int(10, 500));
@@ -44,10 +58,20 @@ export class WatchFollower extends Agent {
     if (this.cursor) query.set('cursor', this.cursor);
     const reply = await this.call(current, 'GET', `/watch?${query}`);
     if (reply.statusCode !== 200) return 0;
+    await this.crashPoint(current, this.crashRng);
     for (const e of reply.body.items as SeenEvent[]) this.seen.push({ eventId: e.eventId, type: e.type });
     const advanced = reply.body.nextCursor !== this.cursor;
     this.cursor = reply.body.nextCursor;
+    this.persistNowAndThen();
     // A page of non-matching events advances the cursor without items: keep reading.
     return reply.body.items.length > 0 || advanced ? Math.max(1, reply.body.items.length) : 0;
+  }
+
+  /** Saves the cursor once every few pages, after their events were handled: never ahead of what it handled. */
+  private persistNowAndThen(): void {
+    if (++this.pagesSinceSave < this.pagesPerSave) return;
+    this.savedCursor = this.cursor;
+    this.pagesSinceSave = 0;
+    this.pagesPerSave = this.crashRng.int(1, maxPagesPerSave);
   }
 }

@@ -1,6 +1,6 @@
 import type { DeliveryRequirements, JournalEvent } from '@baton/core';
 import { describe, expect, it } from 'vitest';
-import { checkDrained, replayTasks, TaskLedger, type ClaimedView, type DeliveryFacts, type TaskWorld } from './tasks';
+import { checkDrained, judgeTaskDeadlines, replayTasks, TaskLedger, type ClaimedView, type DeliveryFacts, type TaskWorld } from './tasks';
 
 /** The task journal replay bites: each broken history is named, a sound one passes. */
 const world: TaskWorld = {
@@ -125,5 +125,26 @@ describe('task ledger', () => {
       expect.stringContaining('attempt 6 > 5'),
       expect.stringContaining('after its lease ran out'),
     ]);
+  });
+});
+
+describe('task deadlines', () => {
+  it('passes a task expired at its deadline and one ended before it; names an expiry before the deadline and a task left PENDING past it', () => {
+    const journal = [task('t1', 'expired'), task('t3', 'expired')];
+    const sound = [
+      { id: 't1', state: 'EXPIRED', deadline: 3_000 },
+      { id: 't2', state: 'SUCCEEDED', deadline: 9_000 },
+      { id: 't4', state: 'PENDING', deadline: null },
+      { id: 't5', state: 'RUNNING', deadline: 8_000 },
+    ];
+    expect(judgeTaskDeadlines(sound, journal, 5_000)).toEqual([]);
+    const broken = [
+      { id: 't3', state: 'EXPIRED', deadline: 3_500 },
+      { id: 't6', state: 'PENDING', deadline: 4_000 },
+    ];
+    const problems = judgeTaskDeadlines(broken, journal, 5_000);
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/task t3 expired at .* before its deadline/);
+    expect(problems[1]).toMatch(/task t6 is still PENDING at the end/);
   });
 });

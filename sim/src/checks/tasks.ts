@@ -704,6 +704,43 @@ function checkClients(replay: TaskReplay, ledger: TaskLedger, deliveries: Awaite
   }
 }
 
+/** A task as the deadline check needs it. */
+export interface TaskDeadlineFacts {
+  id: string;
+  state: string;
+  deadline: number | null;
+}
+
+/**
+ * Task deadlines (docs/api.md "Deadline"), for every task a client heard of: a task.expired no
+ * earlier than the deadline the task holds, and none still PENDING or RUNNING at the end whose
+ * deadline passed before the last deadline sweep (`sweptUntilMs`). The deadlines are absolute
+ * times the clients sent on their own, skewed, clocks.
+ */
+export async function checkTaskDeadlines(store: Store, spaceId: string, journal: readonly JournalEvent[], taskIds: readonly string[], sweptUntilMs: number): Promise<string[]> {
+  const tasks = await store.read(async (tx) => {
+    const found: TaskDeadlineFacts[] = [];
+    for (const taskId of taskIds) {
+      const task = await tx.tasks.get(spaceId, taskId);
+      if (task) found.push({ id: task.id, state: task.state, deadline: task.deadline });
+    }
+    return found;
+  });
+  return judgeTaskDeadlines(tasks, journal, sweptUntilMs);
+}
+
+export function judgeTaskDeadlines(tasks: readonly TaskDeadlineFacts[], journal: readonly Pick<JournalEvent, 'type' | 'aggregateId' | 'occurredAt'>[], sweptUntilMs: number): string[] {
+  const problems: string[] = [];
+  const expiredAtMs = new Map(journal.filter((e) => e.type === 'task.expired').map((e) => [e.aggregateId, e.occurredAt]));
+  for (const task of tasks) {
+    if (task.deadline === null) continue;
+    const expiredMs = expiredAtMs.get(task.id);
+    if (expiredMs !== undefined && expiredMs < task.deadline) problems.push(`task ${task.id} expired at ${iso(expiredMs)}, before its deadline ${iso(task.deadline)}`);
+    if ((task.state === 'PENDING' || task.state === 'RUNNING') && task.deadline <= sweptUntilMs) problems.push(`task ${task.id} is still ${task.state} at the end though its deadline ${iso(task.deadline)} passed before the last deadline sweep`);
+  }
+  return problems;
+}
+
 /** Canonical JSON of a claim view: lists in the order the server keeps them (name order). */
 function canonical(c: ClaimedView): string {
   return JSON.stringify({ pools: c.pools.map((p) => [p.name, p.units]), quotas: c.quotas.map((q) => [q.name, q.units]), budgets: c.budgets.map((b) => [b.name, b.reservationId, b.amountMinor]), workLimit: c.workLimit });
