@@ -14,6 +14,14 @@ export class QuotaAgent extends Agent {
    * empty, and the smaller waiters behind it must wait too (strict FIFO): the line's hardest case.
    */
   private readonly wholeWindow = new SimRandom(`${this.rng.seed}/whole-window`);
+  /**
+   * Whether a wait is watched to its end on the agent's own clock, from a stream of its own: the
+   * agent polls until its clock says the waiter's expiresAt has passed, then gives up and
+   * cancels what it last saw WAITING. A clock ahead of the server's cancels early (200 CANCELLED,
+   * or 409 when a grant came first); one behind polls on past the server's expiry and sees the
+   * waiter end. Either way the journal's allowance checks replay the line.
+   */
+  private readonly watchToExpiry = new SimRandom(`${this.rng.seed}/watch-to-expiry`);
 
   protected async run(current: Current): Promise<void> {
     while (this.sim.phase === 'safety') {
@@ -51,6 +59,7 @@ export class QuotaAgent extends Agent {
     const joined = await this.call(current, 'POST', `/allowances/${allowanceId}/wait`, { body, idempotencyKey: this.key('j') });
     if (joined.statusCode !== 201) return;
     await this.crashPoint(current);
+    if (this.watchToExpiry.chance(0.25)) return this.waitUntilExpiry(current, joined.body.id, Date.parse(joined.body.expiresAt));
     let state: string = joined.body.state;
     for (let polls = 0; state === 'WAITING' && polls < 3; polls++) {
       const seen = await this.call(current, 'GET', `/allowance-waiters/${joined.body.id}?waitMs=${this.rng.int(500, 10_000)}`);
@@ -58,6 +67,25 @@ export class QuotaAgent extends Agent {
     }
     if (state === 'WAITING' && this.rng.chance(0.5)) {
       await this.call(current, 'POST', `/allowance-waiters/${joined.body.id}/cancel`, { idempotencyKey: this.key('x') });
+    }
+  }
+
+  /**
+   * Long-polls the waiter until it leaves WAITING or the agent's own clock passes its expiresAt
+   * (each poll asks for at most the time its clock says is left), then cancels it if it was
+   * still WAITING when last seen: 200 CANCELLED, or 409 when the server had ended it meanwhile.
+   */
+  private async waitUntilExpiry(current: Current, waiterId: string, expiresAtMs: number): Promise<void> {
+    let state = 'WAITING';
+    for (let polls = 0; state === 'WAITING' && this.clockNow() < expiresAtMs && polls < 20; polls++) {
+      const leftMs = Math.max(0, Math.min(10_000, expiresAtMs - this.clockNow()));
+      const seen = await this.call(current, 'GET', `/allowance-waiters/${waiterId}?waitMs=${Math.round(leftMs)}`);
+      if (seen.statusCode === 200) state = seen.body.state;
+    }
+    if (state !== 'WAITING') return;
+    const cancelled = await this.call(current, 'POST', `/allowance-waiters/${waiterId}/cancel`, { idempotencyKey: this.key('x') });
+    if (cancelled.statusCode === 200 && cancelled.body.state !== 'CANCELLED') {
+      this.sim.ledger.violation(`${this.name}: cancel of waiter ${waiterId} answered 200 with state ${cancelled.body.state}`);
     }
   }
 }
