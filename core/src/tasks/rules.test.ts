@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InvariantViolation } from '../assert';
 import { maxAttempts } from '../messages/model';
 import { maxPoolRequirements, maxQuotaRequirements, type Task, type TaskRequirements } from './model';
-import { assertTask, taskFingerprint } from './rules';
+import { assertTask, claimMove, movedWithDelivery, taskFingerprint } from './rules';
 
 const none: TaskRequirements = { pools: [], quotas: [], budgets: [] };
 const task: Task = {
@@ -50,5 +50,21 @@ describe('task rules', () => {
       { ...task, state: 'SUCCEEDED', tombstoned: true, input: null, outcome: { ok: true } },
     ];
     for (const t of broken) expect(() => assertTask(t), JSON.stringify(t)).toThrow(InvariantViolation);
+  });
+
+  it('moves a live task with its delivery and leaves an ended one as it is', () => {
+    const move = claimMove(2, 50);
+    expect(move).toEqual({ state: 'RUNNING', attempts: 2, outcome: null, failureReason: null, updatedAt: 50 });
+    expect(movedWithDelivery(task, move)).toEqual({ ...task, state: 'RUNNING', attempts: 2, updatedAt: 50 });
+    expect(movedWithDelivery({ ...task, state: 'RUNNING', attempts: 1 }, move)).toEqual({ ...task, state: 'RUNNING', attempts: 2, updatedAt: 50 });
+    for (const ended of ['SUCCEEDED', 'FAILED', 'CANCELLED', 'EXPIRED'] as const) {
+      const failureReason = ended === 'SUCCEEDED' ? null : 'ended';
+      expect(movedWithDelivery({ ...task, state: ended, failureReason }, move)).toBeUndefined();
+    }
+  });
+
+  it('refuses a move that would break the task invariants', () => {
+    expect(() => movedWithDelivery(task, { ...claimMove(maxAttempts + 1, 50) })).toThrow(InvariantViolation);
+    expect(() => movedWithDelivery(task, { ...claimMove(1, 50), failureReason: 'x' })).toThrow(InvariantViolation);
   });
 });
