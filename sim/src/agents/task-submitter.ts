@@ -21,7 +21,8 @@ interface PendingSubmit {
  * a crash in between (after the send, before the record) leaves it written down, and the next
  * session submits it again, the same taskKey and body, half the time under the same
  * Idempotency-Key (the first answer must replay) and half under a new one (create-or-join by
- * taskKey): either way the same task, which the ledger then holds once.
+ * taskKey): either way the same task, which the ledger then holds once. Half the joins of a
+ * known key are followed by a submit of the key with another input, which must be refused.
  *
  * With clock skew some submits carry a deadline on the agent's own clock: one behind the
  * server's may name a time already past, and the task must expire, never before its deadline.
@@ -33,6 +34,8 @@ export class TaskSubmitter extends Agent {
   /** Its own streams for crashes and skewed deadlines, so that fault-free runs draw exactly what they drew before. */
   private readonly crashRng = new SimRandom(`${this.rng.seed}/crashes`);
   private readonly skewRng = new SimRandom(`${this.rng.seed}/skewed-deadlines`);
+  /** Whether a join is followed by a submit of the key with another input, from a stream of its own. */
+  private readonly alteredRng = new SimRandom(`${this.rng.seed}/altered-input`);
 
   constructor(
     name: string,
@@ -62,6 +65,20 @@ export class TaskSubmitter extends Agent {
     await this.crashPoint(current, this.crashRng);
     this.pending = undefined;
     this.record(taskKey, reply, repeat);
+    if (repeat && reply.statusCode === 200 && this.alteredRng.chance(0.5)) await this.submitAltered(current, body);
+  }
+
+  /**
+   * The key of a task that exists, with another input, under a new Idempotency-Key: a taskKey
+   * names one task, so another fingerprint must be refused (409 TASK_KEY_CONFLICT), never joined.
+   */
+  private async submitAltered(current: Current, body: Record<string, unknown>): Promise<void> {
+    const altered = { ...body, input: { altered: body.input ?? null } };
+    const reply = await this.call(current, 'POST', '/tasks', { body: altered, idempotencyKey: `${this.name}.${this.session}.x${this.counter++}` });
+    if (reply.statusCode === 429 && reply.body.error.code === 'BACKLOG_FULL') return;
+    if (reply.statusCode !== 409 || reply.body.error?.code !== 'TASK_KEY_CONFLICT') {
+      this.sim.ledger.violation(`${this.name}: submit of ${String(body.taskKey)} with another input answered ${reply.statusCode} ${JSON.stringify(reply.body)}`);
+    }
   }
 
   /**

@@ -141,6 +141,22 @@ const bugs = {
     seam: 'network',
     plant: () => ({ request: (request) => (isVerdict(request, 'reject') ? { ...request, path: request.path.replace(/\/reject$/, '/accept') } : request) }),
   },
+  'task-key-ignores-input': {
+    what: 'a submit of a taskKey that names a task joins it whatever its input, where another fingerprint must be refused',
+    seam: 'network',
+    plant: () => {
+      const firstInputs = new Map<string, unknown>();
+      return {
+        request: (request) => {
+          if (request.method !== 'POST' || !/^\/v1\/spaces\/[^/]+\/tasks$/.test(request.path)) return request;
+          const body = request.body as { taskKey?: unknown; input?: unknown } | undefined;
+          if (typeof body?.taskKey !== 'string') return request;
+          if (!firstInputs.has(body.taskKey)) firstInputs.set(body.taskKey, body.input);
+          return { ...request, body: { ...body, input: firstInputs.get(body.taskKey) } };
+        },
+      };
+    },
+  },
   'idempotency-ignores-body': {
     what: 'the idempotency fingerprint leaves the body out: a key reused with another body replays the first reply',
     seam: 'network',
