@@ -130,6 +130,20 @@ describe.each(storeTargets())('mailboxes over HTTP on $name', (target) => {
     });
   });
 
+  it('a complete whose result is too large answers 413 naming result.payload, before the message is looked up', async () => {
+    const box = await create();
+    await send(box, 'job');
+    const d = (await recv(box)).body;
+    const tooBig = { token: d.token, result: { payload: 'x'.repeat(65_536) } };
+    for (const id of [d.messageId, unknownId]) {
+      const res = await call(id, 'complete', tooBig);
+      expect(res.statusCode).toBe(413);
+      expect(res.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+      expect(res.body.error.message).toContain('result.payload');
+    }
+    expect((await call(d.messageId, 'complete', { token: d.token })).body.state).toBe('ACKED'); // the refusal changed nothing
+  });
+
   describe('recv and leases', () => {
     it('claims FIFO within the scope only, records holder and session, and answers 204 when empty', async () => {
       const box = await create();

@@ -116,12 +116,23 @@ export async function lockDelivery(ctx: OpContext, messageId: string): Promise<L
  * naming mailboxId and scopeId is also sent there (as a send: backlogLimit and workKey apply).
  */
 export async function complete(ctx: OpContext, messageId: string, body: CompleteBody): Promise<CompleteReply> {
-  return completeLocked(ctx, await lockDelivery(ctx, messageId), body);
+  // The body is judged before anything is locked: an oversized result is the caller's mistake whatever the message.
+  checkResultSize(ctx, body);
+  return ackLocked(ctx, await lockDelivery(ctx, messageId), body);
 }
 
-/** complete on `locked`, the delivery and task as this transaction locked and read them (lockDelivery, or a complete-batch's preload). */
+/** complete on `locked`, the delivery and task as this transaction locked and read them (a complete-batch's preload, or lockDelivery). */
 export async function completeLocked(ctx: OpContext, locked: LockedDelivery, body: CompleteBody): Promise<CompleteReply> {
+  checkResultSize(ctx, body);
+  return ackLocked(ctx, locked, body);
+}
+
+function checkResultSize(ctx: OpContext, body: CompleteBody): void {
   if (body.result?.payload !== undefined) checkPayloadSize('result.payload', body.result.payload, ctx.limits.maxPayloadBytes);
+}
+
+/** ACKED, the body's size already checked. */
+async function ackLocked(ctx: OpContext, locked: LockedDelivery, body: CompleteBody): Promise<CompleteReply> {
   const message = checkLease(ctx, locked.message, body.token);
   const result = body.result ?? null;
   const next = acked(message, result, ctx.nowMs);
