@@ -37,7 +37,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PostgresCluster } from '../src/testing/postgres-cluster';
 import { freePort } from './cost/baton-server';
-import { printCostTable, printRatios, printTopStatements } from './cost/cost-table';
+import { printCostTable, printRatios, printTopStatements, printWalByRelation } from './cost/cost-table';
 import { cpuSum, cpuTotalMs } from './cost/cpu-parts';
 import { postmasterPid, statStatementsSettings } from './cost/pg-stats';
 import { batonRun, graphileRun, type CostRow, type RunContext } from './cost/runs';
@@ -152,6 +152,8 @@ async function run(options: BenchOptions): Promise<void> {
   ]);
   console.log('\n### Top statements by total time (pg_stat_statements)');
   printTopStatements(all);
+  console.log('\n### What a job wrote: WAL by relation (pg_walinspect)');
+  printWalByRelation(all, envInt('BENCH_PEERS_WAL_TOP', 24, 500));
   const problems = all.flatMap((r) => r.problems);
   if (problems.length > 0) throw new BenchFailure(`problems in the runs (listed above)`);
 }

@@ -33,8 +33,35 @@ export function printTopStatements(rows: CostRow[]): void {
     console.log('| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |');
     for (const s of r.pg.top) {
       console.log(
-        `| ${fmt(s.totalMs, 0)} | ${fmt((100 * s.totalMs) / all, 0)} % | ${s.calls} | ${fmt(s.calls / r.jobs, 2)} | ${fmt(s.meanMs, 3)} | ${fmt(s.rows / Math.max(1, s.calls), 1)} | ${s.toplevel ? 'top' : 'nested'} | \`${oneLine(s.query, 150)}\` |`,
+        `| ${fmt(s.totalMs, 0)} | ${fmt((100 * s.totalMs) / all, 0)} % | ${s.calls} | ${fmt(s.calls / r.jobs, 2)} | ${fmt(s.meanMs, 3)} | ${fmt(s.rows / Math.max(1, s.calls), 1)} | ${s.toplevel ? 'top' : 'nested'} | \`${oneLine(s.query, Number(process.env.BENCH_PEERS_QUERY_CHARS ?? 150))}\` |`,
       );
+    }
+  }
+}
+
+/**
+ * What each PostgreSQL run wrote per job, by relation and WAL record type (wal-by-relation.ts):
+ * the drain and the enqueue side by side, the `top` largest parts by the two together.
+ */
+export function printWalByRelation(rows: CostRow[], top: number): void {
+  for (const r of rows) {
+    if (!r.wal) continue;
+    const parts = new Map<string, { relation: string; recordType: string; drain: [number, number]; enqueue: [number, number] }>();
+    const add = (phase: 'drain' | 'enqueue') => (p: { relation: string; recordType: string; records: number; bytes: number }) => {
+      const key = `${p.relation} ${p.recordType}`;
+      const part = parts.get(key) ?? { relation: p.relation, recordType: p.recordType, drain: [0, 0], enqueue: [0, 0] };
+      part[phase] = [part[phase][0] + p.records, part[phase][1] + p.bytes];
+      parts.set(key, part);
+    };
+    r.wal.drain.forEach(add('drain'));
+    r.wal.enqueue.forEach(add('enqueue'));
+    const sum = (phase: 'drain' | 'enqueue', i: 0 | 1) => [...parts.values()].reduce((n, p) => n + p[phase][i], 0);
+    console.log(`\n#### ${r.system}: WAL per job by relation and record type (${r.jobs} jobs; drain ${perJob(sum('drain', 0), r, 1)} records, ${perJob(sum('drain', 1), r, 0)} bytes; enqueue ${perJob(sum('enqueue', 0), r, 1)} records, ${perJob(sum('enqueue', 1), r, 0)} bytes)\n`);
+    console.log('| relation | record | drain records/job | drain bytes/job | enqueue records/job | enqueue bytes/job |');
+    console.log('| --- | --- | ---: | ---: | ---: | ---: |');
+    const ranked = [...parts.values()].sort((a, b) => b.drain[1] + b.enqueue[1] - (a.drain[1] + a.enqueue[1]));
+    for (const p of ranked.slice(0, top)) {
+      console.log(`| ${p.relation} | ${p.recordType} | ${perJob(p.drain[0], r, 2)} | ${perJob(p.drain[1], r, 0)} | ${perJob(p.enqueue[0], r, 2)} | ${perJob(p.enqueue[1], r, 0)} |`);
     }
   }
 }

@@ -16,6 +16,7 @@ import { startBatonServer, createTenant, type BatonServer } from './baton-server
 import { cpuBetween, noCpu, readCpu, type CpuParts, type RunProcesses } from './cpu-parts';
 import { startCommandChild, type CommandChild } from './ipc';
 import { createDatabase, dropDatabase, probeTag, readCounters, resetCounters, type PgCounters } from './pg-stats';
+import { walByRelation, walPosition, type WalPart } from './wal-by-relation';
 
 export interface RunContext {
   clusterUrl: string;
@@ -38,7 +39,21 @@ export interface CostRow {
   /** Wall time from the first CPU reading to the last. */
   wallSeconds: number;
   pg: PgCounters | undefined;
+  /** What the enqueue and the drain wrote, by relation and WAL record type (PostgreSQL runs; not the cycles). */
+  wal?: { enqueue: WalPart[]; drain: WalPart[] };
   problems: string[];
+}
+
+/** WAL positions around a run's phases: enqueue from `start` to `enqueued`, drain from `analyzed` to `drained`. */
+interface WalMarks {
+  start: string;
+  enqueued: string;
+  analyzed: string;
+  drained: string;
+}
+
+async function walOfPhases(url: string, marks: WalMarks): Promise<NonNullable<CostRow['wal']>> {
+  return { enqueue: await walByRelation(url, marks.start, marks.enqueued), drain: await walByRelation(url, marks.analyzed, marks.drained) };
 }
 
 const loadModule = new URL('./load-process.ts', import.meta.url).href;
@@ -78,15 +93,15 @@ async function graphileDrain(
   worker: CommandChild,
   probe: pg.Client,
   jobs: number,
-  onEnqueued: () => void = () => {},
-  onAnalyzed: () => void = () => {},
+  onEnqueued: () => Promise<void> = async () => {},
+  onAnalyzed: () => Promise<void> = async () => {},
 ): Promise<{ enqueueSeconds: number; drainSeconds: number }> {
   const t0 = performance.now();
   await probe.query(`SELECT graphile_worker.add_job('noop', '{}'::json) FROM generate_series(1, $1)`, [jobs]);
   const t1 = performance.now();
-  onEnqueued();
+  await onEnqueued();
   await analyze(probe);
-  onAnalyzed();
+  await onAnalyzed();
   const t1b = performance.now();
   await worker.call('start');
   // Handlers starting is not jobs done: the drain ends when the last completion has committed (the row is deleted).
@@ -111,11 +126,25 @@ export async function graphileRun(ctx: RunContext, system: string, database: str
     await worker.call('stop');
     await resetCounters(ctx.clusterUrl, database);
     const processes: RunProcesses = { postmaster: ctx.postmasterPid, clients: [worker.pid] };
+    const marks: WalMarks = { start: await walPosition(url), enqueued: '', analyzed: '', drained: '' };
     const c0 = readCpu(processes);
     let c1 = c0;
     let analyzed = c0;
-    const { enqueueSeconds, drainSeconds } = await graphileDrain(worker, probe, jobs, () => (c1 = readCpu(processes)), () => (analyzed = readCpu(processes)));
+    const { enqueueSeconds, drainSeconds } = await graphileDrain(
+      worker,
+      probe,
+      jobs,
+      async () => {
+        c1 = readCpu(processes);
+        marks.enqueued = await walPosition(url);
+      },
+      async () => {
+        marks.analyzed = await walPosition(url);
+        analyzed = readCpu(processes);
+      },
+    );
     const c2 = readCpu(processes);
+    marks.drained = await walPosition(url);
     await worker.call('stop');
     await worker.call('close');
     row = {
@@ -127,6 +156,7 @@ export async function graphileRun(ctx: RunContext, system: string, database: str
       enqueueCpu: cpuBetween(c0, c1),
       drainCpu: cpuBetween(analyzed, c2),
       wallSeconds: enqueueSeconds + drainSeconds,
+      wal: await walOfPhases(url, marks),
       problems: [],
     };
   } finally {
@@ -212,10 +242,13 @@ export async function batonRun(ctx: RunContext, spec: BatonRunSpec): Promise<Cos
           // CPU over every cycle the run completed (warm-up and tail too); the rate over the measured window only.
           row = { system: spec.system, jobs: cycles.completedCycles, enqueuePerSecond: NaN, perSecond: cycles.measuredCycles / cycles.measuredSeconds, unit: 'cycles/s', enqueueCpu: noCpu, drainCpu: cpuBetween(c0, c1), wallSeconds: wallSeconds(), problems };
         } else {
+          const start = directUrl === undefined ? '' : await walPosition(directUrl);
           const submit = await job({ kind: 'submit', queue, tasks: spec.jobs, submitters: spec.clients, batch: spec.submitBatch });
           const c1 = readCpu(processes);
+          const enqueued = directUrl === undefined ? '' : await walPosition(directUrl);
           problems.push(...problemLines(`${spec.system} submit`, submit.problems));
           if (database !== undefined) await withDatabase(ctx.clusterUrl, database, analyze);
+          const marks = directUrl === undefined ? undefined : { start, enqueued, analyzed: await walPosition(directUrl), drained: '' };
           const analyzed = readCpu(processes);
           const drained =
             spec.drain.kind === 'http'
@@ -230,6 +263,7 @@ export async function batonRun(ctx: RunContext, spec: BatonRunSpec): Promise<Cos
                   concurrency: spec.drain.concurrency,
                 } satisfies RuntimeDrainJob);
           const c2 = readCpu(processes);
+          if (marks !== undefined) marks.drained = await walPosition(directUrl!);
           problems.push(...problemLines(`${spec.system} drain`, drained.problems));
           if (drained.done !== spec.jobs) problems.push(`${spec.system}: ${spec.jobs} jobs, ${submit.done} submitted, ${drained.done} completed`);
           row = {
@@ -241,6 +275,7 @@ export async function batonRun(ctx: RunContext, spec: BatonRunSpec): Promise<Cos
             enqueueCpu: cpuBetween(c0, c1),
             drainCpu: cpuBetween(analyzed, c2),
             wallSeconds: wallSeconds(),
+            wal: marks === undefined ? undefined : await walOfPhases(directUrl!, marks),
             problems,
           };
         }
