@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalNotifier, Store } from '@baton/core';
 import { storeTargets } from '../support/databases';
+import { expectPagingOfFive, type Page } from '../support/paging';
 import { allEvents, idem, startTestServer, type Reply, type TestServer } from '../support/server';
 
 const scopeId = '11111111-1111-4111-8111-111111111111';
@@ -349,15 +350,7 @@ describe.each(storeTargets())('barriers over HTTP on $name', (target) => {
           own.clock.advance(1);
           ids.push(await create(1, own));
         }
-        const page = async (query: string) => (await own.api('GET', `/barriers?${query}`)).body as { items: { id: string }[]; nextCursor: string | null };
-        const ofThree = await page('limit=3');
-        expect(ofThree.items.map((b) => b.id)).toEqual(ids.slice(0, 3));
-        // The cursor names the third barrier, not the second: the next page starts at the fourth.
-        expect((await page(`limit=3&cursor=${ofThree.nextCursor}`))).toEqual({ items: [expect.objectContaining({ id: ids[3] }), expect.objectContaining({ id: ids[4] })], nextCursor: null });
-        // Exactly limit barriers left: the page ends the list, so it has no cursor.
-        expect(await page('limit=5')).toMatchObject({ nextCursor: null });
-        expect((await page('limit=5')).items).toHaveLength(5);
-        expect((await page('limit=4')).nextCursor).not.toBeNull();
+        await expectPagingOfFive(async (query) => (await own.api('GET', `/barriers?${query}`)).body as Page<{ id: string }>, ids, (b) => b.id);
       } finally {
         await own.close();
       }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeTargets } from '../support/databases';
+import { expectPagingOfFive, type Page } from '../support/paging';
 import type { Store } from '@baton/core';
 import { allEvents, idem, openTestServer, startTestServer, type Reply, type TestServer } from '../support/server';
 
@@ -391,27 +392,16 @@ describe.each(storeTargets())('budgets over HTTP on $name', (target) => {
       try {
         const names = ['p-a', 'p-b', 'p-c', 'p-d', 'p-e'];
         for (const name of names) expect((await own.api('POST', '/budgets', { body: { ...budgetBody, name }, idem: idem() })).statusCode).toBe(201);
-        const budgets = async (query: string) => (await own.api('GET', `/budgets?${query}`)).body as { items: { id: string; name: string }[]; nextCursor: string | null };
-        const first = await budgets('limit=3');
-        expect(first.items.map((b) => b.name)).toEqual(names.slice(0, 3));
-        const rest = await budgets(`limit=3&cursor=${first.nextCursor}`);
-        expect([rest.items.map((b) => b.name), rest.nextCursor]).toEqual([names.slice(3), null]);
-        expect((await budgets('limit=5')).nextCursor).toBeNull();
-        expect((await budgets('limit=4')).nextCursor).not.toBeNull();
+        const budgets = async (query: string) => (await own.api('GET', `/budgets?${query}`)).body as Page<{ id: string; name: string }>;
+        await expectPagingOfFive(budgets, names, (b) => b.name);
 
-        const budget = first.items[0]!.id;
+        const budget = (await budgets('limit=1')).items[0]!.id;
         const ids: string[] = [];
         for (let i = 0; i < 5; i++) {
           own.clock.advance(1);
           ids.push((await own.api('POST', `/budgets/${budget}/reserve`, { body: { scopeId, holder: 'pager', amountMinor: '1' }, idem: idem() })).body.id);
         }
-        const reservations = async (query: string) => (await own.api('GET', `/budgets/${budget}/reservations?${query}`)).body as { items: { id: string }[]; nextCursor: string | null };
-        const page = await reservations('limit=3');
-        expect(page.items.map((r) => r.id)).toEqual(ids.slice(0, 3));
-        const next = await reservations(`limit=3&cursor=${page.nextCursor}`);
-        expect([next.items.map((r) => r.id), next.nextCursor]).toEqual([ids.slice(3), null]);
-        expect((await reservations('limit=5')).nextCursor).toBeNull();
-        expect((await reservations('limit=4')).nextCursor).not.toBeNull();
+        await expectPagingOfFive(async (query) => (await own.api('GET', `/budgets/${budget}/reservations?${query}`)).body as Page<{ id: string }>, ids, (r) => r.id);
       } finally {
         await own.close();
       }

@@ -39,6 +39,28 @@ const isVerdict = (request: HttpRequest, verdict: 'accept' | 'reject'): boolean 
 const withItems = (reply: HttpReply, items: (all: unknown[]) => unknown[]): HttpReply =>
   reply.statusCode === 200 && Array.isArray(reply.body?.items) ? { ...reply, body: { ...reply.body, items: items(reply.body.items) } } : reply;
 
+/**
+ * A network plant for a server that remembers too much: every request under a key carries
+ * what the first request under that key carried (`keyOf` answers undefined for requests it
+ * leaves alone; `partOf` and `withPart` read and replace the remembered part).
+ */
+function firstSeen<T>(keyOf: (request: HttpRequest) => string | undefined, partOf: (request: HttpRequest) => T, withPart: (request: HttpRequest, part: T) => HttpRequest): () => Plant {
+  return () => {
+    const first = new Map<string, T>();
+    return {
+      request: (request) => {
+        const key = keyOf(request);
+        if (key === undefined) return request;
+        if (!first.has(key)) first.set(key, partOf(request));
+        return withPart(request, first.get(key) as T);
+      },
+    };
+  };
+}
+
+type SubmitBody = { taskKey?: unknown; input?: unknown } | undefined;
+const isSubmit = (request: HttpRequest): boolean => request.method === 'POST' && /^\/v1\/spaces\/[^/]+\/tasks$/.test(request.path);
+
 const bugs = {
   'settle-skips-reserved-update': {
     what: 'a settle moves funds to settled but leaves reserved as it was',
@@ -144,34 +166,26 @@ const bugs = {
   'task-key-ignores-input': {
     what: 'a submit of a taskKey that names a task joins it whatever its input, where another fingerprint must be refused',
     seam: 'network',
-    plant: () => {
-      const firstInputs = new Map<string, unknown>();
-      return {
-        request: (request) => {
-          if (request.method !== 'POST' || !/^\/v1\/spaces\/[^/]+\/tasks$/.test(request.path)) return request;
-          const body = request.body as { taskKey?: unknown; input?: unknown } | undefined;
-          if (typeof body?.taskKey !== 'string') return request;
-          if (!firstInputs.has(body.taskKey)) firstInputs.set(body.taskKey, body.input);
-          return { ...request, body: { ...body, input: firstInputs.get(body.taskKey) } };
-        },
-      };
-    },
+    plant: firstSeen(
+      (request) => {
+        const taskKey = (request.body as SubmitBody)?.taskKey;
+        return isSubmit(request) && typeof taskKey === 'string' ? taskKey : undefined;
+      },
+      (request) => (request.body as SubmitBody)?.input,
+      (request, input) => ({ ...request, body: { ...(request.body as object), input } }),
+    ),
   },
   'idempotency-ignores-body': {
     what: 'the idempotency fingerprint leaves the body out: a key reused with another body replays the first reply',
     seam: 'network',
-    plant: () => {
-      const firstBodies = new Map<string, unknown>();
-      return {
-        request: (request) => {
-          const key = request.headers['idempotency-key'];
-          if (key === undefined || request.method !== 'POST') return request;
-          const at = `${request.path} ${key}`;
-          if (!firstBodies.has(at)) firstBodies.set(at, request.body);
-          return { ...request, body: firstBodies.get(at) };
-        },
-      };
-    },
+    plant: firstSeen(
+      (request) => {
+        const key = request.headers['idempotency-key'];
+        return key === undefined || request.method !== 'POST' ? undefined : `${request.path} ${key}`;
+      },
+      (request) => request.body,
+      (request, body) => ({ ...request, body }),
+    ),
   },
   'barrier-counts-repeat-arrival': {
     what: 'an arrive counts an arrivalKey again that was already counted in the epoch',
