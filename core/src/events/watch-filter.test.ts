@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { eventTypes } from './model';
 import { isKnownWatchType, parseWatchAggregate, parseWatchTypes, scopesOf, watchAggregateError, watchMatches, watchTypesError, type WatchedEvent, type WatchFilter } from './watch-filter';
-import { eventWatchTopics, watchTopicsOf } from './watch-topics';
+import { eventWatchTopics, kindTopicSpaces, maxKindSpaces, watchTopicsOf } from './watch-topics';
 
 const spaceId = '00000000-0000-4000-8000-000000000001';
 const types = Object.values(eventTypes);
@@ -78,6 +78,18 @@ describe('watch filter', () => {
       const published = new Set([`${event.aggregateType}:${event.aggregateId}`, ...eventWatchTopics(spaceId, event)]);
       expect(watchTopicsOf(spaceId, filter, subtree).some((t) => published.has(t))).toBe(true);
     }), { numRuns: 2000 });
+  });
+
+  it('publishes the same topics for an event however many spaces came before it, and keeps at most maxKindSpaces spaces of them', () => {
+    const event = { type: 'task.running', aggregateType: 'task', aggregateId: 't', scopeId: 's1', data: { claimScopeId: 's2' } };
+    const first = eventWatchTopics('space-0', event);
+    expect(first).toEqual(['watch:space-0', 'watch:space-0:type:task.running', 'watch:space-0:aggregate:task', 'watch:space-0:type:task.*', 'watch:space-0:scope:s1', 'watch:space-0:scope:s2']);
+    for (let i = 1; i <= maxKindSpaces + 5; i++) eventWatchTopics(`space-${i}`, event);
+    expect(kindTopicSpaces()).toBeLessThanOrEqual(maxKindSpaces);
+    expect(eventWatchTopics('space-0', event)).toEqual(first);
+    // The array answered is the caller's own: changing it changes no later answer.
+    eventWatchTopics('space-0', event).push('watch:space-0:scope:other');
+    expect(eventWatchTopics('space-0', event)).toEqual(first);
   });
 
   it('a watch on types does not park where other types publish', () => {

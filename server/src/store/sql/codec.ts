@@ -3,7 +3,8 @@ import { InvariantViolation, isoFromMs } from '@baton/core';
 /**
  * The one place where driver values become domain values and back. The drivers disagree:
  * `pg` returns int8 as a string, PGlite as a number when it is a safe integer and a bigint
- * otherwise; both return timestamptz as a Date and json/jsonb parsed. Parameters go out as
+ * otherwise; PGlite returns timestamptz as a Date, `pg` as PostgreSQL's text on the statement
+ * batch (pg-statement-batch.ts) and as a Date elsewhere; both return json/jsonb parsed. Parameters go out as
  * text (bigint as digits, times as ISO 8601), which both drivers pass through unchanged.
  */
 
