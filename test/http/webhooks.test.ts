@@ -230,6 +230,8 @@ describe.each(storeTargets())('webhooks over HTTP on $name', (target) => {
     const held = new Promise<void>((r) => (ready = r));
     const writer = server.baton.deps.store.transaction(async (tx) => {
       await tx.idempotency.put({ spaceId: server.spaceId, key: `holder-${n}`, fingerprint: 'f', statusCode: 200, body: null, createdAt: server.clock.now() });
+      // The put is held until the transaction's next statement (coalesced-writes.ts): this read sends it, and so takes the xid.
+      await tx.idempotency.get(server.spaceId, `holder-${n}`);
       ready();
       await new Promise<void>((r) => (release = r));
     });

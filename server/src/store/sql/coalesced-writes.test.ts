@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CoalescingQueryable, coalescedWrite, type Coalescible } from './coalesced-writes';
+import { CoalescingQueryable, coalescedWrite, combinedStatement, type Coalescible } from './coalesced-writes';
 import type { SqlParam, SqlQueryable } from './driver';
 
 /** Records what reaches the connection, in order. */
@@ -23,7 +23,7 @@ function recording(): { q: SqlQueryable; sent: string[] } {
 const kind = (key: string, heldToCommit = false): Coalescible<string> => ({
   key,
   heldToCommit,
-  statement: (rows: readonly string[]) => ({ text: `${key}(${rows.join(',')})`, params: [] as SqlParam[] }),
+  statement: (rows: readonly string[]) => ({ dml: `${key}(${rows.join(',')})`, params: [] as SqlParam[] }),
 });
 
 describe('coalesced writes', () => {
@@ -48,7 +48,7 @@ describe('coalesced writes', () => {
     expect(sent).toEqual(['update(a)', 'update(b)']);
   });
 
-  it('hold a kind marked heldToCommit past reads and writes, and send it after every other kind at the end', async () => {
+  it('hold a kind marked heldToCommit past reads and writes, and send it in the last statement, after every other kind', async () => {
     // The journal's appends: their positions must be drawn after everything the transaction saw.
     const { q, sent } = recording();
     const c = new CoalescingQueryable(q);
@@ -61,7 +61,40 @@ describe('coalesced writes', () => {
     await c.write('UPDATE guarded');
     await coalescedWrite(c, update, 'b');
     await c.finish();
-    expect(sent).toEqual(['update(a)', 'SELECT locked FOR UPDATE', 'UPDATE guarded', 'update(b)', 'events(e1,e2)']);
+    expect(sent).toEqual(['update(a)', 'SELECT locked FOR UPDATE', 'UPDATE guarded', 'WITH w0 AS (update(b)), w1 AS (events(e1,e2)) SELECT 1']);
+  });
+
+  it('send every kind held at a flush as one statement, a CTE each, in the order the kinds were first held', async () => {
+    const { q, sent } = recording();
+    const c = new CoalescingQueryable(q);
+    await coalescedWrite(c, kind('insert'), 'a');
+    await coalescedWrite(c, kind('update'), 'b');
+    await coalescedWrite(c, kind('insert'), 'c');
+    await c.query('SELECT 1');
+    await c.finish();
+    expect(sent).toEqual(['WITH w0 AS (insert(a,c)), w1 AS (update(b)) SELECT 1', 'SELECT 1']);
+  });
+
+  it('combine writes with their parameters renumbered after those before them, and a guard over each guarded CTE', () => {
+    const combined = combinedStatement([
+      { dml: 'INSERT INTO t VALUES ($1, $2)', params: ['a', 'b'] },
+      { dml: `UPDATE u SET v = $2 WHERE id = $1 AND state = 'READY' RETURNING 1`, params: ['u1', 'v1'], check: { guard: 'baton_assert', rows: 1, message: 'update of missing u' } },
+      { dml: 'INSERT INTO k SELECT * FROM unnest($1::text[]) ON CONFLICT DO NOTHING RETURNING 1', params: [['k1', 'k2']], check: { guard: 'baton_won', rows: 2, message: 'a key is taken' } },
+    ]);
+    expect(combined.text).toBe(
+      `WITH w0 AS (INSERT INTO t VALUES ($1, $2)), w1 AS (UPDATE u SET v = $4 WHERE id = $3 AND state = 'READY' RETURNING 1), ` +
+        `w2 AS (INSERT INTO k SELECT * FROM unnest($7::text[]) ON CONFLICT DO NOTHING RETURNING 1) ` +
+        `SELECT baton_assert((SELECT count(*) FROM w1) = $5, $6), baton_won((SELECT count(*) FROM w2) = $8, $9)`,
+    );
+    expect(combined.params).toEqual(['a', 'b', 'u1', 'v1', 1, 'update of missing u', ['k1', 'k2'], 2, 'a key is taken']);
+  });
+
+  it('send one write alone as the statement it always was, and refuse to renumber a write that quotes a $', () => {
+    expect(combinedStatement([{ dml: 'UPDATE u SET v = $1 RETURNING 1', params: ['x'], check: { guard: 'baton_assert', rows: 1, message: 'm' } }])).toEqual({
+      text: 'WITH changed AS (UPDATE u SET v = $1 RETURNING 1) SELECT baton_assert(count(*) = $2, $3) FROM changed',
+      params: ['x', 1, 'm'],
+    });
+    expect(() => combinedStatement([{ dml: 'SELECT 1', params: [] }, { dml: `UPDATE u SET v = '$1'`, params: [] }])).toThrow(/quotes a \$/);
   });
 
   it('drop the rows held to commit since a savepoint when it is rolled back, and keep the earlier ones', async () => {

@@ -2,6 +2,7 @@ import { validationFailed, type EventRepository, type JournalEvent, type NewEven
 import { fromJson, jsonParam, timeParam, toBigint, toInt, toMs, toText, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
 import { coalescedWrite, type Coalescible } from '../coalesced-writes';
+import type { WriteParts } from './guarded-write';
 
 /**
  * The event journal (docs/event-journal.md).
@@ -120,7 +121,7 @@ const appendEvents: Coalescible<Appended> = {
       }
     }
     return {
-      text: `INSERT INTO events (space_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at)
+      dml: `INSERT INTO events (space_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at)
              SELECT space_id, type, aggregate_type, aggregate_id, scope_id, data::jsonb, occurred_at
              FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
                WITH ORDINALITY AS e(space_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at, n)
@@ -131,7 +132,7 @@ const appendEvents: Coalescible<Appended> = {
 };
 
 /** One multi-row INSERT; VALUES rows take event_id in the order the events were given. */
-function appendStatement({ spaceId, occurredAt, events }: Appended): { text: string; params: SqlParam[] } {
+function appendStatement({ spaceId, occurredAt, events }: Appended): WriteParts {
   const params: SqlParam[] = [spaceId, timeParam(occurredAt)];
   const rows = events.map((e) => {
     const at = params.length;
@@ -139,7 +140,7 @@ function appendStatement({ spaceId, occurredAt, events }: Appended): { text: str
     return `($1, $${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}::jsonb, $2)`;
   });
   return {
-    text: `INSERT INTO events (space_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at) VALUES ${rows.join(', ')}`,
+    dml: `INSERT INTO events (space_id, type, aggregate_type, aggregate_id, scope_id, data, occurred_at) VALUES ${rows.join(', ')}`,
     params,
   };
 }

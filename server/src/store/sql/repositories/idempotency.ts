@@ -1,6 +1,8 @@
 import type { IdempotencyRecord, IdempotencyRepository } from '@baton/core';
 import { fromJson, jsonParam, timeParam, toInt, toMs, toText } from '../codec';
+import { coalescedWrite, type Coalescible } from '../coalesced-writes';
 import type { SqlQueryable } from '../driver';
+import { unnestColumns } from './guarded-write';
 
 interface RecordRow {
   space_id: unknown;
@@ -16,6 +18,32 @@ interface RecordRow {
  * with other users of hashtextextended(..., 0).
  */
 const lockSeed = '7089075310396533099';
+
+/**
+ * A stored reply, held with the transaction's other writes (coalesced-writes.ts): it is the last
+ * thing a request writes and nothing reads it back before COMMIT. Replacing is right only because
+ * the caller holds tryLock and the old record is past the replay window; the statement itself
+ * does not check either. One per request, so no form for several.
+ */
+const putRecord: Coalescible<IdempotencyRecord> = {
+  key: 'idempotency.put',
+  statement(records) {
+    const replace = `ON CONFLICT (space_id, key) DO UPDATE
+      SET fingerprint = EXCLUDED.fingerprint, status_code = EXCLUDED.status_code, body = EXCLUDED.body, created_at = EXCLUDED.created_at`;
+    if (records.length === 1) {
+      return { dml: `INSERT INTO idempotency_keys (space_id, key, fingerprint, status_code, body, created_at) VALUES ($1, $2, $3, $4, $5::json, $6) ${replace}`, params: recordParams(records[0]!) };
+    }
+    // Distinct keys: coalesced-writes.ts flushes before a key is held twice.
+    return {
+      dml: `INSERT INTO idempotency_keys (space_id, key, fingerprint, status_code, body, created_at)
+            SELECT space_id, key, fingerprint, status_code, body::json, created_at
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::timestamptz[]) AS r(space_id, key, fingerprint, status_code, body, created_at) ${replace}`,
+      params: unnestColumns(records.map(recordParams)),
+    };
+  },
+};
+
+const recordParams = (r: IdempotencyRecord) => [r.spaceId, r.key, r.fingerprint, r.statusCode, jsonParam(r.body), timeParam(r.createdAt)];
 
 function toRecord(row: RecordRow): IdempotencyRecord {
   return {
@@ -49,14 +77,7 @@ export function sqlIdempotency(q: SqlQueryable): IdempotencyRepository {
       return row && toRecord(row);
     },
     async put(r) {
-      // Replacing is right only because the caller holds tryLock and the old record is past
-      // the replay window; the statement itself does not check either.
-      await q.write(
-        `INSERT INTO idempotency_keys (space_id, key, fingerprint, status_code, body, created_at) VALUES ($1, $2, $3, $4, $5::json, $6)
-         ON CONFLICT (space_id, key) DO UPDATE
-           SET fingerprint = EXCLUDED.fingerprint, status_code = EXCLUDED.status_code, body = EXCLUDED.body, created_at = EXCLUDED.created_at`,
-        [r.spaceId, r.key, r.fingerprint, r.statusCode, jsonParam(r.body), timeParam(r.createdAt)],
-      );
+      await coalescedWrite(q, putRecord, r, `idempotency/${r.spaceId}/${r.key}`);
     },
     async purgeUntil(cutoffMs, limit) {
       // The BRIN index on created_at (migration 019) finds the old block ranges without a

@@ -223,13 +223,13 @@ const insertMessages: Coalescible<NewMessage> = {
   statement(messages) {
     if (messages.length === 1) {
       return {
-        text: `INSERT INTO messages (${insertedColumns})
+        dml: `INSERT INTO messages (${insertedColumns})
                VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17, $18::jsonb, $19::jsonb)`,
         params: insertParams(messages[0]!),
       };
     }
     return {
-      text: `INSERT INTO messages (${insertedColumns})
+      dml: `INSERT INTO messages (${insertedColumns})
              SELECT space_id, id, mailbox_id, scope_id, payload::jsonb, work_key, deadline, state, attempt, token_hash, holder, holder_session, lease_expires_at, result::jsonb,
                created_at, updated_at, task_id, requirements::jsonb, claimed::jsonb
              FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[],

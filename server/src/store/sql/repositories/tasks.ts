@@ -65,25 +65,23 @@ const insertTasks: Coalescible<Task> = {
     if (tasks.length === 1) {
       const t = tasks[0]!;
       return {
-        text: `WITH inserted AS (
-                 INSERT INTO tasks (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
-                 ON CONFLICT (space_id, task_key) DO NOTHING RETURNING 1)
-               SELECT baton_won(count(*) = 1, $19) FROM inserted`,
-        params: [...taskInsertParams(t), `taskKey ${t.taskKey} is taken`],
+        dml: `INSERT INTO tasks (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18)
+              ON CONFLICT (space_id, task_key) DO NOTHING RETURNING 1`,
+        params: taskInsertParams(t),
+        check: { guard: 'baton_won', rows: 1, message: `taskKey ${t.taskKey} is taken` },
       };
     }
     return {
-      text: `WITH inserted AS (
-               INSERT INTO tasks (${insertColumns})
+      dml: `INSERT INTO tasks (${insertColumns})
                SELECT space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input::jsonb, requirements::jsonb, work_limit, deadline, attempts, outcome::jsonb,
                  failure_reason, message_id, created_at, updated_at, group_id
                FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[],
                  $12::int[], $13::text[], $14::text[], $15::text[], $16::timestamptz[], $17::timestamptz[], $18::text[])
                  AS t(space_id, id, task_key, fingerprint, mailbox_id, scope_id, state, input, requirements, work_limit, deadline, attempts, outcome, failure_reason,
                    message_id, created_at, updated_at, group_id)
-               ON CONFLICT (space_id, task_key) DO NOTHING RETURNING 1)
-             SELECT baton_won(count(*) = $19, $20) FROM inserted`,
-      params: [...unnestColumns(tasks.map(taskInsertParams)), tasks.length, `one of ${tasks.length} taskKeys is taken`],
+             ON CONFLICT (space_id, task_key) DO NOTHING RETURNING 1`,
+      params: unnestColumns(tasks.map(taskInsertParams)),
+      check: { guard: 'baton_won', rows: tasks.length, message: `one of ${tasks.length} taskKeys is taken` },
     };
   },
 };
