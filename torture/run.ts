@@ -23,6 +23,12 @@ export interface TortureOptions {
   /** Inject `faults` in the order given, round and round, instead of drawing each at random. */
   cycleFaults?: boolean;
   /**
+   * Go on injecting past `seconds` until each kind named here has happened this many times (at
+   * most `seconds` more). A check that needs two restarts needs two restarts, not a clock: on a
+   * loaded machine a PGlite server takes longer to come back, and 15 s held only one.
+   */
+  atLeast?: Partial<Record<FaultKind, number>>;
+  /**
    * On PostgreSQL, after the faults: PostgreSQL down this long while the clients go on (default
    * 5; 0 skips the phase). They must see 503 UNAVAILABLE with Retry-After and lose nothing.
    */
@@ -140,10 +146,13 @@ async function setUp(origin: string, historyDir: string, seed: string): Promise<
 async function injectFaults(options: TortureOptions, servers: Servers, clients: ManagedProcess[], log: (line: string) => void): Promise<Partial<Record<FaultKind, number>>> {
   const kinds = options.faults ?? [...storeFaults[options.store]];
   const deadline = Date.now() + options.seconds * 1000;
+  const lastDeadline = deadline + options.seconds * 1000;
   const counts: Partial<Record<FaultKind, number>> = {};
-  for (const fault of faultSchedule(options.seed, kinds, options.seconds, options.cycleFaults)) {
-    await sleep(Math.min(fault.gapMs, Math.max(0, deadline - Date.now())));
-    if (Date.now() >= deadline) break;
+  const owed = (): boolean => Object.entries(options.atLeast ?? {}).some(([kind, n]) => (counts[kind as FaultKind] ?? 0) < n);
+  const endsAt = (): number => (owed() ? lastDeadline : deadline);
+  for (const fault of faultSchedule(options.seed, kinds, 2 * options.seconds, options.cycleFaults)) {
+    await sleep(Math.min(fault.gapMs, Math.max(0, endsAt() - Date.now())));
+    if (Date.now() >= endsAt()) break;
     log(`  ${new Date().toISOString()} ${describe(fault, servers, clients)}`);
     await inject(fault, servers, clients);
     counts[fault.kind] = (counts[fault.kind] ?? 0) + 1;
