@@ -42,7 +42,8 @@ export interface TopStatement {
   toplevel: boolean;
 }
 
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+/** `work` on a connection of its own, closed after (so its counters reach the shared statistics). */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

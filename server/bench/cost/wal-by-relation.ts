@@ -13,23 +13,13 @@
  * The end is capped at what is flushed (pg_walinspect reads no further); a phase ends with a
  * commit, which flushes, so nothing of it is left out.
  */
-import pg from 'pg';
+import { withClient } from './pg-stats';
 
 export interface WalPart {
   relation: string;
   recordType: string;
   records: number;
   bytes: number;
-}
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
 }
 
 /** Where the cluster's WAL insertion stands now. */
