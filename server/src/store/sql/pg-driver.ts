@@ -125,8 +125,11 @@ export class PgDriver implements SqlDriver {
       broken = await tx.rollback();
       throw asStoreError(error);
     } finally {
-      client.off('error', onError);
       // A client whose ROLLBACK failed is in an unknown state: destroy it rather than reuse it.
+      // It keeps its listener: the server's FATAL (57P01 on a restart) can arrive after the
+      // release, with no statement of pg's own in flight, and an 'error' event nobody listens
+      // to ends the process (a torture run's server died so during a PostgreSQL restart).
+      if (broken === undefined) client.off('error', onError);
       client.release(broken);
     }
   }
