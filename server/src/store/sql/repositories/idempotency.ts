@@ -23,7 +23,7 @@ const lockSeed = '7089075310396533099';
  * A stored reply, held with the transaction's other writes (coalesced-writes.ts): it is the last
  * thing a request writes and nothing reads it back before COMMIT. Replacing is right only because
  * the caller holds tryLock and the old record is past the replay window; the statement itself
- * does not check either. One per request, so no form for several.
+ * does not check either. Usually one per transaction; several go as one INSERT from unnest.
  */
 const putRecord: Coalescible<IdempotencyRecord> = {
   key: 'idempotency.put',
