@@ -13,7 +13,7 @@
  * The end is capped at what is flushed (pg_walinspect reads no further); a phase ends with a
  * commit, which flushes, so nothing of it is left out.
  */
-import { withClient } from './pg-stats';
+import { probeTag, withClient } from './pg-stats';
 
 export interface WalPart {
   relation: string;
@@ -36,17 +36,25 @@ export async function walByRelation(databaseUrl: string, from: string, to: strin
   return withClient(databaseUrl, async (c) => {
     await c.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
     const rows = await c.query(
+      // Grouped by block before relations are named: naming each record by a lookup in pg_class
+      // called pg_relation_filenode once per class row per record, 18 s for a batched run's
+      // 900,000 records, where this takes well under one.
       `WITH records AS (
          SELECT resource_manager || ' ' || split_part(record_type, ' ', 1) AS record_type, record_length,
            substring(block_ref FROM 'rel \\d+/(\\d+)/\\d+')::oid AS db_oid,
            substring(block_ref FROM 'rel \\d+/\\d+/(\\d+)')::oid AS filenode
          FROM pg_get_wal_records_info($1::pg_lsn, least($2::pg_lsn, pg_current_wal_flush_lsn()))
+       ), by_block AS (
+         SELECT db_oid, filenode, record_type, count(*) AS records, sum(record_length) AS bytes FROM records GROUP BY 1, 2, 3
+       ), named AS (
+         SELECT pg_relation_filenode(oid) AS filenode, relname FROM pg_class WHERE NOT relisshared AND pg_relation_filenode(oid) IS NOT NULL
        )
-       SELECT CASE WHEN r.db_oid IS NULL THEN '(no relation)'
-                   WHEN r.db_oid <> (SELECT oid FROM pg_database WHERE datname = current_database()) THEN '(other)'
-                   ELSE coalesce((SELECT relname FROM pg_class WHERE pg_relation_filenode(oid) = r.filenode), '(other)') END AS relation,
-              r.record_type, count(*) AS records, sum(r.record_length) AS bytes
-       FROM records r GROUP BY 1, 2 ORDER BY sum(r.record_length) DESC`,
+       SELECT CASE WHEN b.db_oid IS NULL THEN '(no relation)'
+                   WHEN b.db_oid <> (SELECT oid FROM pg_database WHERE datname = current_database()) THEN '(other)'
+                   ELSE coalesce(n.relname, '(other)') END AS relation,
+              b.record_type, sum(b.records) AS records, sum(b.bytes) AS bytes
+       FROM by_block b LEFT JOIN named n ON n.filenode = b.filenode
+       GROUP BY 1, 2 ORDER BY sum(b.bytes) DESC ${probeTag}`,
       [from, to],
     );
     return rows.rows.map((r) => ({ relation: String(r.relation), recordType: String(r.record_type), records: Number(r.records), bytes: Number(r.bytes) }));
