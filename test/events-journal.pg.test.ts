@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Budget, JournalEvent, Tx } from '@baton/core';
+import type { Budget, JournalEvent, Task, Tx } from '@baton/core';
 import { migrate } from '@baton-coordination/server/store/sql/migrate';
 import { PgDriver } from '@baton-coordination/server/store/sql/pg-driver';
 import { decodePosition, listAfterSql, readJournal, type JournalReadMode } from '@baton-coordination/server/store/sql/repositories/events';
@@ -198,6 +198,46 @@ describe.runIf(postgresUrl())('event journal on PostgreSQL', () => {
     await expect.poll(async () => (await read(reader, spaceId, '0')).length, { timeout: 10_000, interval: 10 }).toBe(2);
     return names(await read(reader, spaceId, '0'));
   }
+
+  /**
+   * J locks a task row; A then commits an update of that row, held to its COMMIT with an append,
+   * and waits out J's lock there; J appends and commits; A's update lands on J's committed row.
+   * So A's event is about something after J's and must sort after it. When A's held writes and
+   * its appends left as one statement, the append's position was drawn on that statement's
+   * snapshot, before the wait, and A sorted first: `npm run sim -- --store pg` caught a group
+   * join journaled as PENDING after the task.running of a claim that had waited for the join.
+   */
+  it('orders causally: an append sorts after the commit that the same COMMIT round trip waited for', async () => {
+    const spaceId = randomUUID();
+    const task: Task = {
+      id: randomUUID(), spaceId, taskKey: randomUUID(), fingerprint: 'f', mailboxId: randomUUID(), scopeId: spaceId, state: 'PENDING',
+      input: {}, requirements: { pools: [], quotas: [], budgets: [] }, workLimit: null, deadline: null, attempts: 0, outcome: null,
+      failureReason: null, messageId: null, groupId: null, tombstoned: false, createdAt: T0, updatedAt: T0,
+    };
+    await store.transaction((tx) => tx.tasks.insert(task));
+    const jLocked = deferred();
+    const aWaits = deferred();
+    const j = store.transaction(async (tx) => {
+      await tx.tasks.get(spaceId, task.id, { forUpdate: true });
+      jLocked.resolve();
+      await aWaits.promise;
+      await tx.events.append(spaceId, T0, [{ type: 'test.appended', aggregateType: 'test', aggregateId: 'J', scopeId: null, data: {} }]);
+    });
+    await jLocked.promise;
+    const a = store.transaction(async (tx) => {
+      await tx.tasks.update({ ...task, updatedAt: T0 + 1 });
+      await tx.events.append(spaceId, T0, [{ type: 'test.appended', aggregateType: 'test', aggregateId: 'A', scopeId: null, data: {} }]);
+    });
+    const waiting = async (): Promise<number> => (await driver.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0]!.n;
+    await expect.poll(waiting, { timeout: 10_000, interval: 10 }).toBe(1);
+    // Another writer takes an xid meanwhile, as on any busy server: J's append then draws a tx
+    // above the snapshot of A's waiting statement.
+    await store.transaction((tx) => tx.idempotency.put({ spaceId: randomUUID(), key: 'k', fingerprint: 'f', statusCode: 200, body: null, createdAt: T0 }));
+    aWaits.resolve();
+    await Promise.all([j, a]);
+    await expect.poll(async () => (await read(journal, spaceId, '0')).length, { timeout: 10_000, interval: 10 }).toBe(2);
+    expect(names(await read(journal, spaceId, '0'))).toEqual(['J', 'A']);
+  });
 
   it('delays visibility while any older transaction holding an xid is open, not for read-only ones', async () => {
     const spaceId = randomUUID();

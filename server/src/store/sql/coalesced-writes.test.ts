@@ -48,8 +48,9 @@ describe('coalesced writes', () => {
     expect(sent).toEqual(['update(a)', 'update(b)']);
   });
 
-  it('hold a kind marked heldToCommit past reads and writes, and send it in the last statement, after every other kind', async () => {
-    // The journal's appends: their positions must be drawn after everything the transaction saw.
+  it('hold a kind marked heldToCommit past reads and writes, and send it last, in a statement after the other kinds', async () => {
+    // The journal's appends: their positions must be drawn after everything the transaction saw,
+    // including a lock the last held writes wait out (a statement's snapshot is taken as it starts).
     const { q, sent } = recording();
     const c = new CoalescingQueryable(q);
     const events = kind('events', true);
@@ -61,7 +62,7 @@ describe('coalesced writes', () => {
     await c.write('UPDATE guarded');
     await coalescedWrite(c, update, 'b');
     await c.finish();
-    expect(sent).toEqual(['update(a)', 'SELECT locked FOR UPDATE', 'UPDATE guarded', 'WITH w0 AS (update(b)), w1 AS (events(e1,e2)) SELECT 1']);
+    expect(sent).toEqual(['update(a)', 'SELECT locked FOR UPDATE', 'UPDATE guarded', 'update(b)', 'events(e1,e2)']);
   });
 
   it('send every kind held at a flush as one statement, a CTE each, in the order the kinds were first held', async () => {

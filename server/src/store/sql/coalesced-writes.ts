@@ -104,8 +104,17 @@ export class CoalescingQueryable implements SqlQueryable {
   }
 
   /**
-   * Sends held kinds as one write each, synchronously, so they leave with what follows: every
-   * kind but those held to commit, or (at the end) those too.
+   * Sends held kinds, synchronously, so they leave with what follows: every kind but those held
+   * to commit as one statement, then (at the end) those held to commit as a second one, pipelined
+   * behind it in the same round trip.
+   *
+   * Why two: a held write can wait out another transaction's row lock, and an append's position
+   * must be drawn after that wait (docs/event-journal.md, "Causal order"). PostgreSQL draws it from
+   * its statement's snapshot, which a statement takes when it starts: in one statement with the
+   * writes, an append whose update then waited for a row that another transaction committed
+   * sorted before that transaction's events. `npm run sim -- --store pg` caught it, a group join
+   * journaled as PENDING after the task.running of a claim that had waited for the join
+   * (test/events-journal.pg.test.ts stages it).
    */
   private flush(atCommit: boolean): void {
     const writes: WriteParts[] = [];
@@ -115,11 +124,12 @@ export class CoalescingQueryable implements SqlQueryable {
       (kind.heldToCommit ? last : writes).push(kind.statement(rows));
       this.held.delete(key);
     }
-    writes.push(...last);
     this.identities.clear();
-    if (writes.length === 0) return;
-    const { text, params } = combinedStatement(writes);
-    this.flushed.push(this.inner.write(text, params));
+    for (const statement of [writes, last]) {
+      if (statement.length === 0) continue;
+      const { text, params } = combinedStatement(statement);
+      this.flushed.push(this.inner.write(text, params));
+    }
   }
 
   /** `next`'s answer, or the failure of a flushed write sent before it (the one that says what went wrong). */
