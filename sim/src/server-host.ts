@@ -1,5 +1,6 @@
 import type { Store } from '@baton/core';
 import { createBaton, type Baton, type BatonOptions } from '@baton-coordination/server';
+import { pino, type Logger } from 'pino';
 import type { Plant } from './bugs/catalogue';
 import type { HttpReply, HttpRequest } from './http';
 import type { SimRandom } from './rng';
@@ -28,6 +29,11 @@ export class ServerHost {
     private readonly webhooks: BatonOptions['webhooks'] = undefined,
     /** A known bug at the network or limits seam (bugs/catalogue.ts); none by default. */
     private readonly plant: Plant = {},
+    /**
+     * Told the cause of every request the server answered 500 (the error handler's `unexpected
+     * error` log line): an agent sees only the envelope, which names no cause by design.
+     */
+    private readonly onUnexpectedError: (cause: string) => void = () => {},
   ) {}
 
   async start(): Promise<void> {
@@ -40,6 +46,7 @@ export class ServerHost {
       realTime: this.scheduler.clock,
       random: this.rng.fork(`server-${this.generation}`),
       adminToken,
+      logger: this.unexpectedErrorLogger(),
       ...(this.webhooks ? { webhooks: this.webhooks } : {}),
       ...(this.plant.limits ? { limits: this.plant.limits() } : {}),
     });
@@ -79,6 +86,22 @@ export class ServerHost {
       ...(request.body === undefined ? {} : { payload: request.body as object }),
     });
     return { statusCode: res.statusCode, headers: res.headers, body: res.body ? JSON.parse(res.body) : undefined };
+  }
+
+  /** Error level only, so a run logs nothing else; its lines are read, not printed. */
+  private unexpectedErrorLogger(): Logger {
+    return pino(
+      { level: 'error', base: null, timestamp: false },
+      {
+        write: (line: string) => {
+          const entry = JSON.parse(line) as { msg?: string; reqId?: string; err?: { type?: string; message?: string; code?: string; stack?: string } };
+          if (entry.msg !== 'unexpected error') return;
+          const err = entry.err ?? {};
+          const at = err.stack?.split('\n').find((frame) => frame.trim().startsWith('at '))?.trim() ?? 'no stack';
+          this.onUnexpectedError(`server: request ${entry.reqId ?? '?'} failed unexpectedly: ${err.type ?? 'Error'}${err.code ? ` ${err.code}` : ''}: ${err.message ?? '?'} (${at})`);
+        },
+      },
+    );
   }
 
   /** The background sweep's work, run as a scheduled step so it stays deterministic. */

@@ -104,7 +104,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     const receiver = new WebhookReceiver(rng.fork('webhooks'), scheduler.clock, trace);
     const webhooks = receiver.dispatcherOptions();
     if (plant.deliver && webhooks.deliver) webhooks.deliver = plant.deliver(webhooks.deliver);
-    const server = new ServerHost(serverStore, scheduler, rng.fork('server'), webhooks, plant);
+    const server = new ServerHost(serverStore, scheduler, rng.fork('server'), webhooks, plant, (cause) => ledger.violation(cause));
     await server.start();
     const tenant = await setUpTenant(server, rng);
     const destination = await setUpDestination(server, tenant, receiver, new SimRandom(`${rng.seed}/destination`));
@@ -135,7 +135,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     // Claims, timers and runs go to a second server process on the same store, with streams of its
     // own (ids, network, agents, restarts), so the rest of the run moves only through the shared
     // sweep (the main server fires their timers and finishes their cascades, drawing ids as it goes).
-    const coordinationServer = new ServerHost(serverStore, scheduler, new SimRandom(`${rng.seed}/coordination-server`), undefined, plant);
+    const coordinationServer = new ServerHost(serverStore, scheduler, new SimRandom(`${rng.seed}/coordination-server`), undefined, plant, (cause) => ledger.violation(cause));
     await coordinationServer.start();
     const coordination = await CoordinationWorkload.setUp(coordinationServer, sim, new SimRandom(`${rng.seed}/coordination`));
     const watcher = new Watcher('watcher', sim);
