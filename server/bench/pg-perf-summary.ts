@@ -58,8 +58,10 @@ export function samplesOf(text: string): string[][] {
   return samples;
 }
 
+const passesThrough = (frames: readonly string[], pattern: RegExp): boolean => frames.some((f) => pattern.test(f));
+
 export function stageOf(frames: readonly string[]): string {
-  return stages.find(([, pattern]) => frames.some((f) => pattern.test(f)))?.[0] ?? 'other (parse, bind, memory, scheduling)';
+  return stages.find(([, pattern]) => passesThrough(frames, pattern))?.[0] ?? 'other (parse, bind, memory, scheduling)';
 }
 
 function table(title: string, counts: Map<string, number>, total: number): string[] {
@@ -75,7 +77,7 @@ function main(path: string): void {
   for (const frames of samples) {
     const stage = stageOf(frames);
     byStage.set(stage, (byStage.get(stage) ?? 0) + 1);
-    for (const [name, pattern] of through) if (frames.some((f) => pattern.test(f))) byFunction.set(name, byFunction.get(name)! + 1);
+    for (const [name, pattern] of through) if (passesThrough(frames, pattern)) byFunction.set(name, byFunction.get(name)! + 1);
   }
   console.log(`${samples.length} samples\n`);
   console.log([...table('stage (each sample once)', byStage, samples.length), '', ...table('passing through (overlapping)', byFunction, samples.length)].join('\n'));

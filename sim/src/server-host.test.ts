@@ -1,6 +1,7 @@
 import type { Store } from '@baton/core';
 import { openStore } from '@baton-coordination/server';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { HttpRequest } from './http';
 import { SimRandom } from './rng';
 import { Scheduler } from './scheduler';
 import { ServerHost } from './server-host';
@@ -23,21 +24,29 @@ function breakable(inner: Store): { store: Store; broken: { now: boolean } } {
   return { store, broken };
 }
 
+const tasksOfSomeSpace: HttpRequest = { method: 'GET', path: '/v1/spaces/00000000-0000-4000-8000-000000000000/tasks', headers: { authorization: `Bearer ${unknownKey}` } };
+
 describe('ServerHost', () => {
   const closers: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const close of closers.splice(0)) await close();
   });
 
+  /** A started host on `store`, and the causes it reports. */
+  async function hostOn(store: Store): Promise<{ host: ServerHost; causes: string[] }> {
+    const causes: string[] = [];
+    const host = new ServerHost(store, new Scheduler(Date.UTC(2026, 0, 1)), new SimRandom('host'), undefined, {}, (cause) => causes.push(cause));
+    await host.start();
+    return { host, causes };
+  }
+
   it('reports the cause of a 500, which the reply does not name', async () => {
     const memory = await openStore({ kind: 'memory' });
     closers.push(() => memory.close());
     const { store, broken } = breakable(memory);
-    const causes: string[] = [];
-    const host = new ServerHost(store, new Scheduler(Date.UTC(2026, 0, 1)), new SimRandom('host'), undefined, {}, (cause) => causes.push(cause));
-    await host.start();
+    const { host, causes } = await hostOn(store);
     broken.now = true;
-    const reply = await host.handle({ method: 'GET', path: '/v1/spaces/00000000-0000-4000-8000-000000000000/tasks', headers: { authorization: `Bearer ${unknownKey}` } });
+    const reply = await host.handle(tasksOfSomeSpace);
     expect(reply?.statusCode).toBe(500);
     expect(JSON.stringify(reply?.body)).not.toContain('planted');
     expect(causes).toEqual([expect.stringMatching(/^server: request \S+ failed unexpectedly: Error: planted: the store broke \(at /)]);
@@ -46,10 +55,8 @@ describe('ServerHost', () => {
   it('reports nothing for a request answered without an unexpected error', async () => {
     const memory = await openStore({ kind: 'memory' });
     closers.push(() => memory.close());
-    const causes: string[] = [];
-    const host = new ServerHost(memory, new Scheduler(Date.UTC(2026, 0, 1)), new SimRandom('host'), undefined, {}, (cause) => causes.push(cause));
-    await host.start();
-    const reply = await host.handle({ method: 'GET', path: '/v1/spaces/00000000-0000-4000-8000-000000000000/tasks', headers: { authorization: `Bearer ${unknownKey}` } });
+    const { host, causes } = await hostOn(memory);
+    const reply = await host.handle(tasksOfSomeSpace);
     expect(reply?.statusCode).toBe(401);
     expect(causes).toEqual([]);
   });
