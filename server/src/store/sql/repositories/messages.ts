@@ -333,12 +333,13 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // it (SKIP LOCKED: a row another admit is examining is passed over, never waited on);
       // `taken` claims it when it needs nothing, and `moved` moves its task as every claim does
       // (lock order: message, then task). The final SELECT answers the claimed row with the
-      // moved task (t_ columns, NULL when the task had ended), or else the locked candidate as it
-      // was (a data-modifying CTE's effects are invisible to the rest of its statement, so the
-      // second branch reads the pre-claim row).
+      // moved task (t_ columns, NULL when the task had ended), or else the locked candidate as
+      // `candidate` answered it: FOR UPDATE answers the row as locked, with any change committed
+      // after the statement's snapshot, where a second read of messages would see the snapshot's
+      // older row (test/claim-candidates-race.pg.test.ts).
       const rows = await q.query<Row & { taken: unknown; t_id: unknown }>(
         `WITH candidate AS (
-           SELECT id FROM messages
+           SELECT ${messageColumns} FROM messages
            WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
            ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
          ), taken AS (
@@ -348,7 +349,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
          ), moved AS (${moveClaimedTasks('one')})
          ${claimedRows()}
          UNION ALL
-         SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM messages m JOIN candidate ON m.space_id = $1 AND m.id = candidate.id WHERE NOT EXISTS (SELECT 1 FROM taken)`,
+         SELECT ${qualified('candidate')}, false AS taken, ${noMovedColumns} FROM candidate WHERE NOT EXISTS (SELECT 1 FROM taken)`,
         [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHash, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq],
       );
       const [row] = rows;
@@ -379,14 +380,16 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
       // claimCandidate for up to N rows, in one statement: `candidate` locks the oldest READY task
       // deliveries after afterSeq, `taken` claims those that need nothing (each with one of the
       // token hashes, as claimMany), `moved` moves their tasks; the final SELECT answers the claimed
-      // rows with their moved tasks and the locked ones with requirements as they were. `free`
-      // rides with the lock, so only rows with requirements are read a second time.
+      // rows with their moved tasks and the locked ones with requirements as locked: `candidate`
+      // carries their columns, since FOR UPDATE answers a row with any change committed after the
+      // statement's snapshot and a second read of messages would see the snapshot's older row
+      // (test/claim-candidates-race.pg.test.ts).
       const rows = await q.query<Row & { taken: unknown; t_id: unknown }>(
         `WITH candidate AS (
-           SELECT id, seq, requirements IS NULL AS free FROM messages
+           SELECT ${messageColumns}, requirements IS NULL AS free FROM messages
            WHERE space_id = $1 AND mailbox_id = $2 AND ${scopeMatch(c.scopeIds)} AND state = 'READY' AND task_id IS NOT NULL AND seq > $9${ungated(c)}
            ORDER BY seq LIMIT $10 FOR UPDATE SKIP LOCKED
-         ), numbered AS (SELECT id, free, row_number() OVER () AS k FROM candidate
+         ), numbered AS (SELECT *, row_number() OVER () AS k FROM candidate
          ), taken AS (
            UPDATE messages m SET state = 'CLAIMED', attempt = m.attempt + 1, token_hash = ($4::text[])[numbered.k], holder = $5, holder_session = $6, lease_expires_at = $7, updated_at = $8
            FROM numbered WHERE numbered.free AND m.space_id = $1 AND m.id = numbered.id
@@ -394,7 +397,7 @@ export function sqlMessages(q: SqlQueryable): MessageRepository {
          ), moved AS (${moveClaimedTasks('many')})
          ${claimedRows()}
          UNION ALL
-         SELECT ${qualified('m')}, false AS taken, ${noMovedColumns} FROM numbered JOIN messages m ON m.space_id = $1 AND m.id = numbered.id WHERE NOT numbered.free`,
+         SELECT ${qualified('numbered')}, false AS taken, ${noMovedColumns} FROM numbered WHERE NOT numbered.free`,
         [c.spaceId, c.mailboxId, scopeParam(c.scopeIds), c.tokenHashes, c.holder, c.holderSession, timeParam(c.leaseExpiresAt), timeParam(c.nowMs), c.afterSeq, c.tokenHashes.length],
       );
       return rows.map(toCandidate).sort((a, b) => a.message.seq - b.message.seq);
