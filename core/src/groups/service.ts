@@ -141,7 +141,9 @@ export async function joinTask(ctx: OpContext, id: string, body: JoinTaskBody): 
   const events: NewEvent[] = [];
   const group = await lockOpenGroup(ctx, id, events, body.taskId);
   // Locked, so the state the join records and the rule counts is the task's committed one: a
-  // complete racing the join either ended before this read or waits for this transaction. NOWAIT
+  // complete racing the join either ended before this read or waits for this transaction; one
+  // that read the task before this join committed finds its group_id changed when it writes and
+  // runs again, so it tells the group (the store's task update, docs/lock-order.md). NOWAIT
   // because a task's end locks its task before its group, the reverse of this order: a busy task
   // fails this transaction at once and the store runs it again (docs/lock-order.md).
   const task = await ctx.tx.tasks.get(ctx.spaceId, body.taskId, { forUpdate: true, noWait: true });

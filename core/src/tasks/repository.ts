@@ -19,11 +19,19 @@ export interface TaskRepository {
   /**
    * The task whose delivery is `messageId`, unlocked. Read after the caller took the delivery's
    * row lock (which every writer of a task's state takes first), it is the task as it stays
-   * until commit; sent in the same pipeline as that lock, it costs no round trip of its own.
+   * until commit, all but its groupId: a join-task locks the task, not its delivery, and may
+   * commit meanwhile (update refuses what such a read wrote). Sent in the same pipeline as that
+   * lock, it costs no round trip of its own.
    */
   getByDelivery(spaceId: string, messageId: string): Promise<Task | undefined>;
   /** getByDelivery for several deliveries in one statement: the tasks whose delivery is one of `messageIds`. */
   getByDeliveries(spaceId: string, messageIds: readonly string[]): Promise<Task[]>;
+  /**
+   * Writes the task's state, attempts, outcome, failureReason, messageId and updatedAt. On a store
+   * with concurrent transactions, a task whose groupId is no longer `task.groupId` (it joined a
+   * group since it was read) fails the transaction as a lost race, which runs again: its end must
+   * tell the group it now has (docs/lock-order.md, "Task groups").
+   */
   update(task: Task): Promise<void>;
   /** Tasks in (createdAt, id) order after `after` (exclusive), optionally of one scope and in any of `states`. */
   list(spaceId: string, scopeId: string | null, states: readonly TaskState[] | null, after: TaskListPosition | null, limit: number): Promise<Task[]>;

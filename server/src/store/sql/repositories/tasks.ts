@@ -2,7 +2,7 @@ import { assert, assertTask, terminalTaskStates, type JournalEvent, type Task, t
 import { lockClause } from './lock-clause';
 import { fromJson, jsonParam, timeParam, timeParamOrNull, toBigint, toInt, toMs, toMsOrNull, toText, toTextOrNull } from '../codec';
 import type { SqlParam, SqlQueryable } from '../driver';
-import { guardedMany, guardedOne, unnestColumns } from './guarded-write';
+import { unnestColumns } from './guarded-write';
 import { coalescedWrite, type Coalescible } from '../coalesced-writes';
 import { encodePosition } from './events';
 
@@ -86,32 +86,44 @@ const insertTasks: Coalescible<Task> = {
   },
 };
 
-const taskStateParams = (t: Task) => [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt)];
+const taskStateParams = (t: Task) => [t.spaceId, t.id, t.state, t.attempts, jsonOrNull(t.outcome), t.failureReason, t.messageId, timeParam(t.updatedAt), t.groupId];
+
+/** What a task update that changed no row means: a missing task is a bug, but the usual cause is a join. */
+const joinedSinceRead = (what: string): string => `update of ${what}: missing, or joined a task group since it was read`;
 
 /**
  * Task updates of a transaction as one guarded UPDATE (coalesced-writes.ts); one alone as before.
  * An outcome is never written back onto a tombstoned row: a request that read a finished task
  * before the retention sweep tombstoned it (a group adding it) must not restore what was cleared.
+ *
+ * Each update holds only if the task's group_id is still the one it was read with, else the
+ * transaction lost a race (baton_won, BT001) and runs again. Why: a task's end reads its task
+ * without a lock (the update rides with the COMMIT) and tells the task's group only when the task
+ * it read has one. A join-task that committed between that read and the update would leave the
+ * group with a member that ended unseen, undecided while its rule was met
+ * (test/task-update-race.pg.test.ts). group_id changes only from NULL to a group (addMember), so
+ * the run again reads the group and tells it.
  */
 const updateTasks: Coalescible<Task> = {
   key: 'tasks.update',
   statement(tasks) {
     if (tasks.length === 1) {
       const t = tasks[0]!;
-      return guardedOne(
-        `UPDATE tasks SET state = $3, attempts = $4, outcome = CASE WHEN tombstoned THEN NULL ELSE $5::jsonb END, failure_reason = $6, message_id = $7, updated_at = $8 WHERE space_id = $1 AND id = $2 RETURNING 1`,
-        taskStateParams(t),
-        `update of missing task ${t.id}`,
-      );
+      return {
+        dml: `UPDATE tasks SET state = $3, attempts = $4, outcome = CASE WHEN tombstoned THEN NULL ELSE $5::jsonb END, failure_reason = $6, message_id = $7, updated_at = $8
+              WHERE space_id = $1 AND id = $2 AND group_id IS NOT DISTINCT FROM $9 RETURNING 1`,
+        params: taskStateParams(t),
+        check: { guard: 'baton_won', rows: 1, message: joinedSinceRead(`task ${t.id}`) },
+      };
     }
-    return guardedMany(
-      `UPDATE tasks t SET state = v.state, attempts = v.attempts, outcome = CASE WHEN t.tombstoned THEN NULL ELSE v.outcome::jsonb END, failure_reason = v.failure_reason, message_id = v.message_id, updated_at = v.updated_at
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
-         AS v(space_id, id, state, attempts, outcome, failure_reason, message_id, updated_at)
-       WHERE t.space_id = v.space_id AND t.id = v.id RETURNING 1`,
-      tasks.map(taskStateParams),
-      'update of a missing task',
-    );
+    return {
+      dml: `UPDATE tasks t SET state = v.state, attempts = v.attempts, outcome = CASE WHEN t.tombstoned THEN NULL ELSE v.outcome::jsonb END, failure_reason = v.failure_reason, message_id = v.message_id, updated_at = v.updated_at
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[])
+              AS v(space_id, id, state, attempts, outcome, failure_reason, message_id, updated_at, group_id)
+            WHERE t.space_id = v.space_id AND t.id = v.id AND t.group_id IS NOT DISTINCT FROM v.group_id RETURNING 1`,
+      params: unnestColumns(tasks.map(taskStateParams)),
+      check: { guard: 'baton_won', rows: tasks.length, message: joinedSinceRead(`one of ${tasks.length} tasks`) },
+    };
   },
 };
 
