@@ -83,7 +83,9 @@ export class SqlStore implements Store {
           this.racedTransactions += 1;
           continue;
         }
-        if (!isTransientConflict(error) || attempt >= maxTransactionAttempts) throw error;
+        if (!isTransientConflict(error)) throw error;
+        // Still refused after every try: contention the client can wait out, not a bug (a 409, not a 500).
+        if (attempt >= maxTransactionAttempts) throw racedTooOften(error as Error);
         this.retriedTransactions += 1;
         await pause(Math.random() * Math.min(50, 2 ** attempt));
       }
