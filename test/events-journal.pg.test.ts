@@ -6,6 +6,7 @@ import { PgDriver } from '@baton-coordination/server/store/sql/pg-driver';
 import { decodePosition, listAfterSql, readJournal, type JournalReadMode } from '@baton-coordination/server/store/sql/repositories/events';
 import { sqlRepositories } from '@baton-coordination/server/store/sql/repositories/index';
 import { SqlStore } from '@baton-coordination/server/store/sql/sql-store';
+import { eventsBehindHorizon } from '@baton-coordination/server/store/journal-horizon';
 import { createTestDatabase, postgresUrl, type TestDatabase } from './support/databases';
 
 /**
@@ -251,10 +252,12 @@ describe.runIf(postgresUrl())('event journal on PostgreSQL', () => {
     await reader.ready;
     await store.transaction((tx) => append(tx, spaceId, 'E'));
     expect(names(await read(journal, spaceId, '0'))).toEqual([]);
+    expect(await eventsBehindHorizon(store, spaceId)).toBe(1);
     writer.release();
     await writer.done;
     // Other test files share this server; their short transactions may delay it a moment more.
     await expect.poll(async () => names(await read(journal, spaceId, '0')), { timeout: 10_000, interval: 20 }).toEqual(['E']);
+    expect(await eventsBehindHorizon(store, spaceId)).toBe(0);
     reader.release();
     await reader.done;
   });

@@ -1,6 +1,7 @@
 /** What other packages (the simulator, tests, benchmarks) use of the server. */
 export { createBaton, clockFor, type Baton, type BatonOptions } from './host/baton';
 export { openStore, type StoreConfig } from './store/open-store';
+export { eventsBehindHorizon, oldestForeignWriterMs } from './store/journal-horizon';
 export { Limits } from './limits/limits';
 export { LeaseHold } from './limits/lease-hold';
 export { RequestRate, type RateLimits, type RateRefusal, type RateTicket } from './limits/request-rate';

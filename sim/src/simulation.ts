@@ -23,6 +23,7 @@ import { checkRetention } from './checks/retention';
 import { checkAllowanceLiveness, checkAllowanceWakes } from './checks/allowance-liveness';
 import { checkWebhookDeliveries, setUpDestination } from './checks/webhooks';
 import { WebhookReceiver } from './webhook-receiver';
+import { ForeignWriterWatch, untilJournalReadable } from './journal-horizon';
 import { checkFinal, checkStep, readJournal } from './checker';
 import { MessageLedger } from './checks/messages';
 import type { Phase, SimContext } from './context';
@@ -100,6 +101,8 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
   // The servers' store: the watched one, with a planted bug's repositories in front when it has any.
   const serverStore = plant.store ? new PlantedStore(store, plant.store) : store;
   const ledger = new Ledger();
+  // Real time, beside the simulation and not in it: it only reads PostgreSQL's activity (journal-horizon.ts).
+  const foreignWriters = new ForeignWriterWatch(rawStore, config.store === 'pg');
   try {
     const receiver = new WebhookReceiver(rng.fork('webhooks'), scheduler.clock, trace);
     const webhooks = receiver.dispatcherOptions();
@@ -202,6 +205,8 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
     // Let calls still on the wire finish (agents start nothing new once done), then catch up.
     const drainEndMs = scheduler.now() + 10_000;
     while ((scheduler.nextAtMs() ?? Infinity) <= drainEndMs) await scheduler.step();
+    // From here every read of the journal must see all of it (journal-horizon.ts).
+    ledger.violations.push(...(await untilJournalReadable(rawStore, tenant.spaceId)));
     while ((await drive(scheduler, watcher.readPage())) > 0);
     for (const follower of followers) while ((await drive(scheduler, follower.readPage())) > 0);
     // The dispatcher catches up with what the journal holds (faults are off): a few sweeps, a
@@ -223,6 +228,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       for (const f of followers) ledger.violations.push(...checkWatchFollower(f.name, journal, f.filter, f.seen));
       ledger.violations.push(...receiver.problems, ...checkWebhookDeliveries(journal, destination, receiver.received));
     }
+    if (ledger.violations.length > 0) ledger.violations.push(...foreignWriters.note());
     return {
       config: { ...config, faults, weights },
       violations: ledger.violations,
@@ -235,6 +241,7 @@ export async function simulate(config: SimConfig): Promise<SimResult> {
       groups: structuredClone(tasks.groups.stats),
     };
   } finally {
+    foreignWriters.stop();
     await close();
   }
 }

@@ -95,6 +95,20 @@ export async function readJournal(q: SqlQueryable, spaceId: string, after: strin
   return rows.map((row) => toEvent(row, toBigint(row.event_id).toString()));
 }
 
+/**
+ * How many committed events of a space a horizon read does not return yet: those written by
+ * transactions younger than the oldest one still open anywhere on the PostgreSQL server
+ * (docs/event-journal.md, "The caveat"). For a checker that must read the whole journal once its
+ * own writers are done, such as the simulator's final checks; no request path reads it.
+ */
+export async function countBehindHorizon(q: SqlQueryable, spaceId: string): Promise<number> {
+  const [row] = await q.query<{ behind: number }>(
+    `SELECT count(*)::int AS behind FROM events WHERE space_id = $1 AND tx > pg_snapshot_xmin(pg_current_snapshot())`,
+    [spaceId],
+  );
+  return row!.behind;
+}
+
 /** The events of one append: the rows of one insert, in order. */
 interface Appended {
   spaceId: string;
